@@ -1,0 +1,11 @@
+"""Test overrides: the same settings as production, with a throwaway secret and fast hashing.
+DATABASE_URL picks the database (SQLite by default; the test command runs PostgreSQL too)."""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key")
+os.environ.pop("CELERY_BROKER_URL", None)
+
+from config.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,41 @@
+import django_filters
+from django.db.models import Q
+
+from memories.api.serializers import SCOPE_ALIASES
+from memories.models import Memory, Scope, Source, Status
+
+
+class MemoryFilter(django_filters.FilterSet):
+    """Query parameters of GET /api/memories. `status` defaults to active."""
+
+    status = django_filters.ChoiceFilter(choices=Status.choices, method="filter_status")
+    scope = django_filters.ChoiceFilter(
+        choices=[*Scope.choices, *((alias, alias) for alias in SCOPE_ALIASES)],
+        method="filter_scope",
+    )
+    project_id = django_filters.UUIDFilter(field_name="project_id")
+    persona_id = django_filters.UUIDFilter(field_name="persona_id")
+    category = django_filters.CharFilter(field_name="category", max_length=100)
+    source = django_filters.ChoiceFilter(choices=Source.choices)
+    query = django_filters.CharFilter(method="filter_query", max_length=500)
+
+    class Meta:
+        model = Memory
+        fields = []
+
+    def filter_queryset(self, queryset):
+        if not self.form.cleaned_data.get("status"):
+            queryset = queryset.filter(status=Status.ACTIVE)
+        return super().filter_queryset(queryset)
+
+    def filter_status(self, queryset, name, value):
+        return queryset.filter(status=value)
+
+    def filter_scope(self, queryset, name, value):
+        return queryset.filter(scope=SCOPE_ALIASES.get(value, value))
+
+    def filter_query(self, queryset, name, value):
+        condition = Q()
+        for word in value.split():
+            condition &= Q(key__icontains=word) | Q(value__icontains=word)
+        return queryset.filter(condition)

@@ -1,0 +1,53 @@
+"""Every /api/ path answers JSON: also for URLs that match nothing (Django's HTML 404 page
+in DEBUG), oversized bodies, and unexpected errors."""
+
+import logging
+
+from django.conf import settings
+from django.http import JsonResponse
+
+from memories.api.errors import error_body
+
+logger = logging.getLogger(__name__)
+
+_CODES = {
+    400: ("bad_request", "The request could not be read."),
+    403: ("permission_denied", "You do not have permission to perform this action."),
+    404: ("not_found", "No such API path."),
+    405: ("method_not_allowed", "This method is not allowed here."),
+    413: ("request_too_large", "The request body is too large."),
+    500: ("server_error", "Something went wrong on our side; the error was logged."),
+}
+
+
+class ApiJsonErrorsMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not request.path.startswith("/api/"):
+            return self.get_response(request)
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+            # DRF's parsers stream the body and would not apply Django's size limit.
+            detail = (
+                f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
+            )
+            return JsonResponse(
+                error_body("request_too_large", detail, {"body": [detail]}), status=413
+            )
+        response = self.get_response(request)
+        content_type = response.get("Content-Type", "")
+        if response.status_code >= 400 and not content_type.startswith("application/json"):
+            code, detail = _CODES.get(
+                response.status_code, ("error", f"HTTP {response.status_code}")
+            )
+            return JsonResponse(error_body(code, detail), status=response.status_code)
+        return response
+
+    def process_exception(self, request, exception):
+        if not request.path.startswith("/api/"):
+            return None
+        logger.exception("unhandled error on %s %s", request.method, request.path)
+        code, detail = _CODES[500]
+        return JsonResponse(error_body(code, detail), status=500)

@@ -1,0 +1,283 @@
+"""Input validation and output shapes. No writes here: views call services."""
+
+import math
+
+from django.conf import settings
+from rest_framework import serializers
+
+from memories.models import (
+    Memory,
+    MemoryRevision,
+    Message,
+    MessageRole,
+    Persona,
+    Project,
+    Scope,
+    Topic,
+    WorkSession,
+    WorkSessionMessage,
+)
+
+SCOPE_ALIASES = {"global": Scope.USER}
+
+
+class StrictInputMixin:
+    """Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+    dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged."""
+
+    tolerated_fields: tuple[str, ...] = ()
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError(
+                {"non_field_errors": ["Expected a JSON object."]}, code="invalid"
+            )
+        known = {name for name, field in self.fields.items() if not field.read_only}
+        unknown = sorted(set(data) - known - set(self.tolerated_fields))
+        if unknown:
+            raise serializers.ValidationError(
+                {name: ["Unknown field."] for name in unknown}, code="invalid"
+            )
+        return super().to_internal_value(data)
+
+
+class UnitFloatField(serializers.FloatField):
+    """A finite number (not a boolean); the service clamps it into 0..1."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        value = super().to_internal_value(data)
+        if not math.isfinite(value):
+            self.fail("invalid")
+        return value
+
+
+class ScopeField(serializers.ChoiceField):
+    def __init__(self, **kwargs):
+        super().__init__(choices=[*Scope.values, *SCOPE_ALIASES], **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        return SCOPE_ALIASES.get(value, value)
+
+
+class OwnedRelatedField(serializers.PrimaryKeyRelatedField):
+    """A UUID naming a row the requesting user owns; others' rows are "does not exist"."""
+
+    def __init__(self, *, owner_field: str, **kwargs):
+        self.owner_field = owner_field
+        kwargs.setdefault("pk_field", serializers.UUIDField())
+        super().__init__(**kwargs)
+
+    def get_queryset(self):
+        return super().get_queryset().filter(**{self.owner_field: self.context["request"].user})
+
+
+def trimmed_char(max_length: int, **kwargs) -> serializers.CharField:
+    return serializers.CharField(max_length=max_length, trim_whitespace=True, **kwargs)
+
+
+class MemorySerializer(serializers.ModelSerializer):
+    owner_id = serializers.UUIDField(read_only=True, allow_null=True)
+    user_id = serializers.UUIDField(source="persona_user_id", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Memory
+        fields = [
+            "id",
+            "scope",
+            "owner_id",
+            "user_id",
+            "persona_id",
+            "project_id",
+            "topic_id",
+            "key",
+            "value",
+            "category",
+            "source",
+            "source_channel_id",
+            "importance",
+            "confidence",
+            "status",
+            "supersedes_id",
+            "access_count",
+            "last_accessed_at",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
+    scope = ScopeField(default=Scope.USER)
+    key = trimmed_char(settings.MEMORY_KEY_MAX_LENGTH)
+    value = trimmed_char(settings.MEMORY_VALUE_MAX_LENGTH)
+    category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, default="")
+    importance = UnitFloatField(default=0.5)
+    confidence = UnitFloatField(default=1.0)
+    project_id = OwnedRelatedField(
+        owner_field="owner",
+        queryset=Project.objects.all(),
+        source="project",
+        required=False,
+        allow_null=True,
+    )
+    persona_id = serializers.PrimaryKeyRelatedField(
+        queryset=Persona.objects.all(),
+        pk_field=serializers.UUIDField(),
+        source="persona",
+        required=False,
+        allow_null=True,
+    )
+    topic_id = serializers.UUIDField(required=False, allow_null=True)
+    source_channel_id = serializers.UUIDField(required=False, allow_null=True)
+
+    def validate(self, attrs):
+        scope = attrs["scope"]
+        if scope == Scope.SESSION:
+            raise serializers.ValidationError(
+                {"scope": ["Session memories come only from extraction; use user or project."]}
+            )
+        if attrs.get("topic_id"):
+            raise serializers.ValidationError(
+                {"topic_id": ["Only session memories carry a topic_id."]}
+            )
+        if scope == Scope.PROJECT and not attrs.get("project"):
+            raise serializers.ValidationError({"project_id": ["Required for project scope."]})
+        if scope != Scope.PROJECT and attrs.get("project"):
+            raise serializers.ValidationError(
+                {"project_id": [f"Not allowed for {scope} scope; use scope project."]}
+            )
+        is_persona_scope = scope in (Scope.PERSONA, Scope.PERSONA_USER)
+        if is_persona_scope and not attrs.get("persona"):
+            raise serializers.ValidationError({"persona_id": [f"Required for {scope} scope."]})
+        if not is_persona_scope and attrs.get("persona"):
+            raise serializers.ValidationError(
+                {"persona_id": [f"Not allowed for {scope} scope; use persona or persona_user."]}
+            )
+        attrs.pop("topic_id", None)
+        return attrs
+
+
+class MemoryUpdateSerializer(StrictInputMixin, serializers.Serializer):
+    tolerated_fields = tuple(f for f in MemorySerializer.Meta.fields)
+
+    key = trimmed_char(settings.MEMORY_KEY_MAX_LENGTH, required=False)
+    value = trimmed_char(settings.MEMORY_VALUE_MAX_LENGTH, required=False)
+    category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, required=False)
+    importance = UnitFloatField(required=False)
+    confidence = UnitFloatField(required=False)
+
+
+class BulkIdsSerializer(StrictInputMixin, serializers.Serializer):
+    ids = serializers.ListField(
+        child=serializers.UUIDField(), allow_empty=True, max_length=settings.BULK_IDS_MAX
+    )
+
+
+class CountSerializer(serializers.Serializer):
+    active = serializers.IntegerField()
+    pending = serializers.IntegerField()
+
+
+class ApprovedCountSerializer(serializers.Serializer):
+    approved = serializers.IntegerField()
+
+
+class RevisionSerializer(serializers.ModelSerializer):
+    actor_id = serializers.UUIDField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = MemoryRevision
+        fields = ["id", "memory_id", "action", "actor_id", "before", "after", "note", "created_at"]
+        read_only_fields = fields
+
+
+class PersonaSerializer(StrictInputMixin, serializers.ModelSerializer):
+    tolerated_fields = ("id", "created_at")
+    name = trimmed_char(200)
+
+    class Meta:
+        model = Persona
+        fields = ["id", "name", "memory_enabled", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+
+class ProjectSerializer(StrictInputMixin, serializers.ModelSerializer):
+    name = trimmed_char(200)
+
+    class Meta:
+        model = Project
+        fields = ["id", "name", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+
+class TopicSerializer(StrictInputMixin, serializers.ModelSerializer):
+    title = trimmed_char(200, allow_blank=True, required=False, default="")
+    persona_id = serializers.PrimaryKeyRelatedField(
+        queryset=Persona.objects.all(),
+        pk_field=serializers.UUIDField(),
+        source="persona",
+        required=False,
+        allow_null=True,
+    )
+    project_id = OwnedRelatedField(
+        owner_field="owner",
+        queryset=Project.objects.all(),
+        source="project",
+        required=False,
+        allow_null=True,
+    )
+    channel_id = serializers.UUIDField(required=False, allow_null=True)
+
+    class Meta:
+        model = Topic
+        fields = ["id", "title", "persona_id", "project_id", "channel_id", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+
+class MessageSerializer(StrictInputMixin, serializers.ModelSerializer):
+    role = serializers.ChoiceField(choices=MessageRole.choices)
+    content = serializers.CharField(
+        max_length=settings.MESSAGE_CONTENT_MAX_LENGTH, trim_whitespace=False
+    )
+
+    class Meta:
+        model = Message
+        fields = ["id", "role", "content", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+    def validate_content(self, value: str) -> str:
+        if not value.strip():
+            raise serializers.ValidationError("This field may not be blank.")
+        return value
+
+
+class WorkSessionMessageSerializer(MessageSerializer):
+    class Meta(MessageSerializer.Meta):
+        model = WorkSessionMessage
+
+
+class WorkSessionSerializer(StrictInputMixin, serializers.ModelSerializer):
+    project_id = OwnedRelatedField(
+        owner_field="owner",
+        queryset=Project.objects.all(),
+        source="project",
+        required=False,
+        allow_null=True,
+    )
+
+    class Meta:
+        model = WorkSession
+        fields = ["id", "project_id", "created_at"]
+        read_only_fields = ["id", "created_at"]
+
+
+class TokenRequestSerializer(StrictInputMixin, serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(max_length=200, trim_whitespace=False)
+
+
+class TokenSerializer(serializers.Serializer):
+    token = serializers.CharField()

@@ -1,0 +1,18 @@
+from django.urls import path
+from rest_framework.routers import SimpleRouter
+
+from memories.api import views
+
+# Paths have no trailing slash (SPEC §3).
+router = SimpleRouter(trailing_slash=False)
+router.register("memories", views.MemoryViewSet, basename="memory")
+router.register("admin/memories", views.AdminMemoryViewSet, basename="admin-memory")
+router.register("topics", views.TopicViewSet, basename="topic")
+router.register("work-sessions", views.WorkSessionViewSet, basename="work-session")
+router.register("projects", views.ProjectViewSet, basename="project")
+router.register("personas", views.PersonaViewSet, basename="persona")
+
+urlpatterns = [
+    path("auth/token", views.TokenView.as_view(), name="auth-token"),
+    *router.urls,
+]

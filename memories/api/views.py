@@ -1,0 +1,274 @@
+"""The REST contract (SPEC §3). Each view validates, calls one service or selector, and
+serialises; errors are raised and shaped by memories.api.errors."""
+
+from uuid import UUID
+
+from django.contrib.auth import authenticate
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.authtoken.models import Token
+from rest_framework.decorators import action
+from rest_framework.permissions import AllowAny, IsAdminUser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories import selectors, services
+from memories.api.filters import MemoryFilter
+from memories.api.serializers import (
+    ApprovedCountSerializer,
+    BulkIdsSerializer,
+    CountSerializer,
+    MemoryCreateSerializer,
+    MemorySerializer,
+    MemoryUpdateSerializer,
+    MessageSerializer,
+    PersonaSerializer,
+    ProjectSerializer,
+    RevisionSerializer,
+    TokenRequestSerializer,
+    TokenSerializer,
+    TopicSerializer,
+    WorkSessionMessageSerializer,
+    WorkSessionSerializer,
+)
+from memories.errors import InvalidInput, NotFound
+from memories.models import Persona, Project, Topic, WorkSession
+
+
+def parse_uuid(raw: str, *, field: str = "id", what: str = "object") -> UUID:
+    """Path ids are UUIDs; anything else names no object (404 naming the field)."""
+    try:
+        return UUID(str(raw))
+    except ValueError:
+        raise NotFound(f"No {what} with id {raw!r}: ids are UUIDs.", field=field) from None
+
+
+def validated(serializer_class, request, **kwargs) -> dict:
+    serializer = serializer_class(data=request.data, context={"request": request}, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class TokenView(APIView):
+    """Exchange a username and password for an API token."""
+
+    permission_classes = [AllowAny]
+    authentication_classes = []
+
+    @extend_schema(request=TokenRequestSerializer, responses=TokenSerializer)
+    def post(self, request):
+        data = validated(TokenRequestSerializer, request)
+        user = authenticate(request, username=data["username"], password=data["password"])
+        if user is None:
+            raise InvalidInput("Wrong username or password.", field="password")
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})
+
+
+class MemoryViewSet(viewsets.GenericViewSet):
+    serializer_class = MemorySerializer
+    filterset_class = MemoryFilter
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return selectors.memories_visible_to(self.request.user).order_by("-created_at", "-id")
+
+    def get_object(self):
+        memory_id = parse_uuid(self.kwargs["pk"], what="memory")
+        return selectors.memory_get(user=self.request.user, memory_id=memory_id)
+
+    def _respond(self, memory, status_code=status.HTTP_200_OK):
+        return Response(MemorySerializer(memory).data, status=status_code)
+
+    def list(self, request):
+        queryset = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(MemorySerializer(page, many=True).data)
+
+    @extend_schema(request=MemoryCreateSerializer, responses={201: MemorySerializer})
+    def create(self, request):
+        data = validated(MemoryCreateSerializer, request)
+        memory = services.memory_create_manual(actor=request.user, **data)
+        return self._respond(memory, status.HTTP_201_CREATED)
+
+    def retrieve(self, request, pk=None):
+        return self._respond(self.get_object())
+
+    @extend_schema(request=MemoryUpdateSerializer, responses=MemorySerializer)
+    def update(self, request, pk=None):
+        memory = self.get_object()
+        changes = dict(validated(MemoryUpdateSerializer, request))
+        return self._respond(
+            services.memory_update(memory=memory, actor=request.user, changes=changes)
+        )
+
+    @extend_schema(request=MemoryUpdateSerializer, responses=MemorySerializer)
+    def partial_update(self, request, pk=None):
+        return self.update(request, pk)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        services.memory_delete(memory=self.get_object(), actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=None, responses=MemorySerializer)
+    @action(detail=True, methods=["post"])
+    def approve(self, request, pk=None):
+        return self._respond(services.memory_approve(memory=self.get_object(), actor=request.user))
+
+    @extend_schema(request=None, responses=MemorySerializer)
+    @action(detail=True, methods=["post"])
+    def reject(self, request, pk=None):
+        return self._respond(services.memory_reject(memory=self.get_object(), actor=request.user))
+
+    @extend_schema(responses=RevisionSerializer(many=True))
+    @action(detail=True, methods=["get"], filterset_class=None)
+    def history(self, request, pk=None):
+        memory_id = parse_uuid(pk, what="memory")
+        revisions = selectors.memory_history(user=request.user, memory_id=memory_id)
+        page = self.paginate_queryset(revisions)
+        return self.get_paginated_response(RevisionSerializer(page, many=True).data)
+
+    @extend_schema(responses=CountSerializer)
+    @action(detail=False, methods=["get"], filterset_class=None, pagination_class=None)
+    def count(self, request):
+        return Response(selectors.memory_counts(user=request.user))
+
+
+class AdminMemoryViewSet(viewsets.GenericViewSet):
+    """Staff review across all users."""
+
+    permission_classes = [IsAdminUser]
+    serializer_class = MemorySerializer
+
+    def get_queryset(self):
+        return selectors.pending_memories()
+
+    @action(detail=False, methods=["get"])
+    def pending(self, request):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(MemorySerializer(page, many=True).data)
+
+    @extend_schema(request=BulkIdsSerializer, responses=ApprovedCountSerializer)
+    @action(detail=False, methods=["post"], url_path="bulk-approve")
+    def bulk_approve(self, request):
+        ids = validated(BulkIdsSerializer, request)["ids"]
+        return Response(
+            {"approved": services.memory_bulk_approve(memory_ids=ids, actor=request.user)}
+        )
+
+
+class OwnedViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """List and fetch the caller's own rows of `model` (owner field `owner_field`)."""
+
+    model = None
+    owner_field = "user"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return self.model.objects.filter(**{self.owner_field: self.request.user}).order_by(
+            "-created_at"
+        )
+
+    def get_object(self):
+        object_id = parse_uuid(self.kwargs["pk"], what=self.model._meta.verbose_name)
+        found = self.get_queryset().filter(id=object_id).first()
+        if found is None:
+            raise NotFound(f"No {self.model._meta.verbose_name} with this id.", field="id")
+        return found
+
+    def retrieve(self, request, pk=None):
+        return Response(self.get_serializer(self.get_object()).data)
+
+
+class ProjectViewSet(OwnedViewSet):
+    model = Project
+    owner_field = "owner"
+    serializer_class = ProjectSerializer
+
+    def create(self, request):
+        data = validated(ProjectSerializer, request)
+        project = services.project_create(owner=request.user, **data)
+        return Response(ProjectSerializer(project).data, status=status.HTTP_201_CREATED)
+
+
+class MessagesMixin:
+    """GET/POST {id}/messages for topics and work sessions."""
+
+    message_serializer = MessageSerializer
+
+    def _messages(self, request, parent, create_message):
+        if request.method == "POST":
+            data = validated(self.message_serializer, request)
+            message = create_message(parent, **data)
+            return Response(self.message_serializer(message).data, status=status.HTTP_201_CREATED)
+        page = self.paginate_queryset(parent.messages.order_by("id"))
+        return self.get_paginated_response(self.message_serializer(page, many=True).data)
+
+
+class TopicViewSet(MessagesMixin, OwnedViewSet):
+    model = Topic
+    serializer_class = TopicSerializer
+
+    def create(self, request):
+        data = validated(TopicSerializer, request)
+        topic = services.topic_create(user=request.user, **data)
+        return Response(TopicSerializer(topic).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=MessageSerializer, responses=MessageSerializer(many=True))
+    @action(detail=True, methods=["get", "post"], serializer_class=MessageSerializer)
+    def messages(self, request, pk=None):
+        return self._messages(
+            request,
+            self.get_object(),
+            lambda topic, **data: services.message_create(topic=topic, **data),
+        )
+
+
+class WorkSessionViewSet(MessagesMixin, OwnedViewSet):
+    model = WorkSession
+    serializer_class = WorkSessionSerializer
+    message_serializer = WorkSessionMessageSerializer
+
+    def create(self, request):
+        data = validated(WorkSessionSerializer, request)
+        session = services.work_session_create(user=request.user, **data)
+        return Response(WorkSessionSerializer(session).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(
+        request=WorkSessionMessageSerializer, responses=WorkSessionMessageSerializer(many=True)
+    )
+    @action(detail=True, methods=["get", "post"], serializer_class=WorkSessionMessageSerializer)
+    def messages(self, request, pk=None):
+        return self._messages(
+            request,
+            self.get_object(),
+            lambda session, **data: services.work_session_message_create(session=session, **data),
+        )
+
+
+class PersonaViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Every user may read personas; staff create and change them."""
+
+    serializer_class = PersonaSerializer
+    queryset = Persona.objects.order_by("name")
+    lookup_value_regex = "[^/]+"
+
+    def get_object(self):
+        persona_id = parse_uuid(self.kwargs["pk"], what="persona")
+        return selectors.persona_get(persona_id=persona_id, field="id")
+
+    def retrieve(self, request, pk=None):
+        return Response(PersonaSerializer(self.get_object()).data)
+
+    def create(self, request):
+        data = validated(PersonaSerializer, request)
+        persona = services.persona_create(actor=request.user, **data)
+        return Response(PersonaSerializer(persona).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=PersonaSerializer, responses=PersonaSerializer)
+    def partial_update(self, request, pk=None):
+        persona = self.get_object()
+        data = validated(PersonaSerializer, request, partial=True)
+        persona = services.persona_update(actor=request.user, persona=persona, changes=data)
+        return Response(PersonaSerializer(persona).data)

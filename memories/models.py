@@ -1,0 +1,301 @@
+"""Memory records and the scope carriers they point at (personas, projects, topics, work
+sessions and their messages)."""
+
+import uuid
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from django.db.models import Q
+from pgvector.django import VectorField
+
+
+class User(AbstractUser):
+    """A person using the chat product. UUID ids, so memory owner ids are UUIDs everywhere."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+
+
+class Persona(models.Model):
+    """An assistant persona; its users share persona-scope memories."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    memory_enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Project(models.Model):
+    """A managed project of one user; project-scope memories stay inside it."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    name = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Topic(models.Model):
+    """A conversation of one user, mirrored from the chat product."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    title = models.CharField(max_length=200, blank=True, default="")
+    persona = models.ForeignKey(Persona, null=True, blank=True, on_delete=models.SET_NULL)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL)
+    channel_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.title or str(self.id)
+
+
+class MessageRole(models.TextChoices):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+
+
+class Message(models.Model):
+    """One message of a topic. The integer id orders messages and marks extraction progress."""
+
+    id = models.BigAutoField(primary_key=True)
+    topic = models.ForeignKey(Topic, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=MessageRole.choices)
+    content = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["topic", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"
+
+
+class WorkSession(models.Model):
+    """An agent's working session, optionally inside a managed project."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+
+class WorkSessionMessage(models.Model):
+    id = models.BigAutoField(primary_key=True)
+    session = models.ForeignKey(WorkSession, on_delete=models.CASCADE, related_name="messages")
+    role = models.CharField(max_length=16, choices=MessageRole.choices)
+    content = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:60]}"
+
+
+class ConfigEntry(models.Model):
+    """Global configuration keys such as memory_extraction_enabled."""
+
+    key = models.CharField(max_length=100, primary_key=True)
+    value = models.JSONField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Scope(models.TextChoices):
+    USER = "user"
+    PERSONA = "persona"
+    PERSONA_USER = "persona_user"
+    PROJECT = "project"
+    SESSION = "session"
+
+
+class Source(models.TextChoices):
+    MANUAL = "manual"
+    CONVERSATION = "conversation"
+    WORK = "work"
+    TOOL = "tool"
+
+
+class Status(models.TextChoices):
+    ACTIVE = "active"
+    PENDING_REVIEW = "pending_review"
+    ARCHIVED = "archived"
+
+
+class Memory(models.Model):
+    """One remembered fact. `user` is whom it is about (null for persona scope); the API's
+    owner_id is the persona for persona scopes and the user otherwise."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.USER)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
+    )
+    persona = models.ForeignKey(Persona, null=True, blank=True, on_delete=models.CASCADE)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE)
+    topic = models.ForeignKey(Topic, null=True, blank=True, on_delete=models.CASCADE)
+    key = models.CharField(max_length=settings.MEMORY_KEY_MAX_LENGTH)
+    value = models.TextField()
+    category = models.CharField(max_length=settings.MEMORY_CATEGORY_MAX_LENGTH, blank=True)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.MANUAL)
+    source_channel_id = models.UUIDField(null=True, blank=True)
+    importance = models.FloatField(default=0.5)
+    confidence = models.FloatField(default=1.0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    supersedes = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_by"
+    )
+    access_count = models.PositiveIntegerField(default=0)
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "memories"
+        indexes = [
+            models.Index(fields=["user", "scope", "status"]),
+            models.Index(fields=["persona", "scope", "status"]),
+            models.Index(fields=["status", "created_at"]),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(importance__gte=0, importance__lte=1), name="memory_importance_0_1"
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0, confidence__lte=1), name="memory_confidence_0_1"
+            ),
+            # The scope decides which carriers are set; the database refuses any other mix.
+            models.CheckConstraint(
+                name="memory_scope_carriers",
+                condition=(
+                    Q(
+                        scope="user",
+                        user__isnull=False,
+                        persona__isnull=True,
+                        project__isnull=True,
+                        topic__isnull=True,
+                    )
+                    | Q(
+                        scope="project",
+                        user__isnull=False,
+                        persona__isnull=True,
+                        project__isnull=False,
+                        topic__isnull=True,
+                    )
+                    | Q(
+                        scope="session",
+                        user__isnull=False,
+                        persona__isnull=True,
+                        project__isnull=True,
+                        topic__isnull=False,
+                    )
+                    | Q(
+                        scope="persona",
+                        user__isnull=True,
+                        persona__isnull=False,
+                        project__isnull=True,
+                        topic__isnull=True,
+                    )
+                    | Q(
+                        scope="persona_user",
+                        user__isnull=False,
+                        persona__isnull=False,
+                        project__isnull=True,
+                        topic__isnull=True,
+                    )
+                ),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.value[:60]}"
+
+    @property
+    def owner_id(self):
+        if self.scope in (Scope.PERSONA, Scope.PERSONA_USER):
+            return self.persona_id
+        return self.user_id
+
+    @property
+    def persona_user_id(self):
+        """The API's user_id: set only for persona_user scope."""
+        return self.user_id if self.scope == Scope.PERSONA_USER else None
+
+    @property
+    def embedding_text(self) -> str:
+        return f"{self.key}: {self.value}"
+
+
+class MemoryEmbedding(models.Model):
+    """Which model embedded a memory. On PostgreSQL the vector lives here (pgvector, HNSW
+    index per dimension); on SQLite it lives in the sqlite-vec table vec_memory_embeddings and
+    `vector` stays null."""
+
+    memory = models.OneToOneField(
+        Memory, primary_key=True, on_delete=models.CASCADE, related_name="embedding"
+    )
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    vector = VectorField(null=True, blank=True)
+    # Copies of the memory's partition and status, so a vector search filters without a join.
+    partition = models.CharField(max_length=120)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    created_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["partition", "status", "dimensions"])]
+
+    def __str__(self) -> str:
+        return f"{self.model} ({self.dimensions})"
+
+
+class RevisionAction(models.TextChoices):
+    CREATE = "create"
+    EDIT = "edit"
+    APPROVE = "approve"
+    REJECT = "reject"
+    ARCHIVE = "archive"
+    DELETE = "delete"
+    MERGE = "merge"
+
+
+class MemoryRevision(models.Model):
+    """One change to a memory: who made it, the values before and the values after."""
+
+    id = models.BigAutoField(primary_key=True)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="revisions")
+    action = models.CharField(max_length=16, choices=RevisionAction.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Null when the system made the change (extraction, a tool call without user).",
+    )
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    note = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["memory", "-id"])]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.memory_id}"

@@ -1,0 +1,78 @@
+"""One vector-store interface, two implementations: sqlite-vec and pgvector.
+
+Vectors are kept per *partition*: one string per owner and scope carrier (see
+`partition_of`), so a nearest-neighbour query names the partitions the caller may see and
+never scans another user's rows. Nothing outside this package imports sqlite_vec or pgvector's
+query helpers.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+from uuid import UUID
+
+from django.db import connection
+
+from memories.models import Memory, Scope
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    memory_id: UUID
+    distance: float  # cosine distance, 0 = same direction, 2 = opposite
+
+    @property
+    def similarity(self) -> float:
+        return 1.0 - self.distance
+
+
+def partition_of(memory: Memory) -> str:
+    """The vector partition a memory belongs to."""
+    return partition_key(
+        scope=memory.scope,
+        user_id=memory.user_id,
+        persona_id=memory.persona_id,
+        project_id=memory.project_id,
+        topic_id=memory.topic_id,
+    )
+
+
+def partition_key(*, scope: str, user_id=None, persona_id=None, project_id=None, topic_id=None):
+    match scope:
+        case Scope.USER:
+            return f"user:{user_id}"
+        case Scope.PROJECT:
+            return f"project:{user_id}:{project_id}"
+        case Scope.SESSION:
+            return f"session:{user_id}:{topic_id}"
+        case Scope.PERSONA:
+            return f"persona:{persona_id}"
+        case Scope.PERSONA_USER:
+            return f"persona_user:{persona_id}:{user_id}"
+    raise ValueError(f"unknown scope {scope!r}")
+
+
+class VectorStore(Protocol):
+    def save(self, *, memory: Memory, vector: Sequence[float], model: str) -> None:
+        """Store or replace the memory's vector (call inside the writing transaction)."""
+
+    def delete(self, *, memory_ids: Iterable[UUID]) -> None:
+        """Remove the vectors and embedding rows of these memories."""
+
+    def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
+        """Keep the status copy used to filter searches in step with the memory."""
+
+    def nearest(
+        self, *, vector: Sequence[float], partitions: Sequence[str], k: int, status: str
+    ) -> list[Neighbour]:
+        """The k nearest vectors within the given partitions, nearest first."""
+
+
+def get_vector_store() -> VectorStore:
+    if connection.vendor == "postgresql":
+        from memories.recall.vector_store.pgvector import PgVectorStore
+
+        return PgVectorStore()
+    from memories.recall.vector_store.sqlite_vec import SqliteVecStore
+
+    return SqliteVecStore()

@@ -1,0 +1,96 @@
+"""sqlite-vec implementation: a vec0 virtual table partitioned by owner and scope carrier."""
+
+from collections.abc import Iterable, Sequence
+from uuid import UUID
+
+import sqlite_vec
+from django.db import connection
+
+from memories.models import Memory, MemoryEmbedding
+
+TABLE = "vec_memory_embeddings"
+
+
+def load_extension(dbapi_connection) -> None:
+    """Load sqlite-vec into a raw sqlite3/pysqlite3 connection."""
+    dbapi_connection.enable_load_extension(True)
+    try:
+        sqlite_vec.load(dbapi_connection)
+    finally:
+        dbapi_connection.enable_load_extension(False)
+
+
+def create_table_sql(dimensions: int) -> str:
+    return (
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {TABLE} USING vec0("
+        "memory_id TEXT PRIMARY KEY, "
+        "partition TEXT PARTITION KEY, "
+        "status TEXT, "
+        f"embedding FLOAT[{int(dimensions)}] distance_metric=cosine)"
+    )
+
+
+class SqliteVecStore:
+    def save(self, *, memory: Memory, vector: Sequence[float], model: str) -> None:
+        from memories.recall.vector_store import partition_of
+
+        MemoryEmbedding.objects.update_or_create(
+            memory=memory,
+            defaults={
+                "model": model,
+                "dimensions": len(vector),
+                "vector": None,
+                "partition": partition_of(memory),
+                "status": memory.status,
+            },
+        )
+        # vec0 has no upsert; delete and insert inside the caller's transaction.
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {TABLE} WHERE memory_id = %s", [memory.id.hex])
+            cursor.execute(
+                f"INSERT INTO {TABLE}(memory_id, partition, status, embedding) "
+                "VALUES (%s, %s, %s, %s)",
+                [
+                    memory.id.hex,
+                    partition_of(memory),
+                    memory.status,
+                    sqlite_vec.serialize_float32(list(vector)),
+                ],
+            )
+
+    def delete(self, *, memory_ids: Iterable[UUID]) -> None:
+        ids = list(memory_ids)
+        if not ids:
+            return
+        MemoryEmbedding.objects.filter(memory_id__in=ids).delete()
+        with connection.cursor() as cursor:
+            cursor.executemany(f"DELETE FROM {TABLE} WHERE memory_id = %s", [[i.hex] for i in ids])
+
+    def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
+        memory_ids = list(memory_ids)
+        MemoryEmbedding.objects.filter(memory_id__in=memory_ids).update(status=status)
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                f"UPDATE {TABLE} SET status = %s WHERE memory_id = %s",
+                [[status, i.hex] for i in memory_ids],
+            )
+
+    def nearest(self, *, vector, partitions, k, status):
+        from memories.recall.vector_store import Neighbour
+
+        if not partitions or k <= 0:
+            return []
+        placeholders = ", ".join(["%s"] * len(partitions))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT memory_id, distance FROM {TABLE} "
+                f"WHERE embedding MATCH %s AND k = %s AND partition IN ({placeholders}) "
+                "AND status = %s ORDER BY distance",
+                [sqlite_vec.serialize_float32(list(vector)), int(k), *partitions, status],
+            )
+            return [Neighbour(UUID(hex=row[0]), float(row[1])) for row in cursor.fetchall()]
+
+    def count(self) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT count(*) FROM {TABLE}")
+            return cursor.fetchone()[0]

@@ -1,0 +1,89 @@
+"""Reads, already limited to what the caller may see (SPEC §2)."""
+
+from uuid import UUID
+
+from django.db.models import Count, Q, QuerySet
+
+from memories.errors import NotFound
+from memories.models import (
+    Memory,
+    MemoryRevision,
+    Persona,
+    Project,
+    Scope,
+    Status,
+    Topic,
+    User,
+    WorkSession,
+)
+
+
+def _changeable_by(user: User) -> Q:
+    """Their own user, project, session and persona_user memories; staff also persona ones."""
+    condition = Q(user=user) & ~Q(scope=Scope.PERSONA)
+    if user.is_staff:
+        condition |= Q(scope=Scope.PERSONA)
+    return condition
+
+
+def memories_visible_to(user: User) -> QuerySet[Memory]:
+    """Live (not deleted) memories the user may read and change."""
+    return Memory.objects.filter(_changeable_by(user), deleted_at__isnull=True)
+
+
+def memory_get(*, user: User, memory_id: UUID) -> Memory:
+    """One visible memory. Someone else's answers NotFound, so its existence does not leak."""
+    memory = memories_visible_to(user).filter(id=memory_id).first()
+    if memory is None:
+        raise NotFound("No memory with this id.", field="id")
+    return memory
+
+
+def memory_history(*, user: User, memory_id: UUID) -> QuerySet[MemoryRevision]:
+    """Revisions newest first; also for a deleted memory of the caller, as an audit trail."""
+    if not Memory.objects.filter(_changeable_by(user), id=memory_id).exists():
+        raise NotFound("No memory with this id.", field="id")
+    return MemoryRevision.objects.filter(memory_id=memory_id).order_by("-id")
+
+
+def memory_counts(*, user: User) -> dict[str, int]:
+    counts = memories_visible_to(user).aggregate(
+        active=Count("id", filter=Q(status=Status.ACTIVE)),
+        pending=Count("id", filter=Q(status=Status.PENDING_REVIEW)),
+    )
+    return {"active": counts["active"], "pending": counts["pending"]}
+
+
+def pending_memories() -> QuerySet[Memory]:
+    """Pending memories of every user, newest first (staff review)."""
+    return Memory.objects.filter(status=Status.PENDING_REVIEW, deleted_at__isnull=True).order_by(
+        "-created_at", "-id"
+    )
+
+
+def project_get(*, user: User, project_id: UUID, field: str = "project_id") -> Project:
+    project = Project.objects.filter(id=project_id, owner=user).first()
+    if project is None:
+        raise NotFound("No project with this id.", field=field)
+    return project
+
+
+def topic_get(*, user: User, topic_id: UUID, field: str = "topic_id") -> Topic:
+    topic = Topic.objects.filter(id=topic_id, user=user).first()
+    if topic is None:
+        raise NotFound("No topic with this id.", field=field)
+    return topic
+
+
+def work_session_get(*, user: User, session_id: UUID, field: str = "id") -> WorkSession:
+    session = WorkSession.objects.filter(id=session_id, user=user).first()
+    if session is None:
+        raise NotFound("No work session with this id.", field=field)
+    return session
+
+
+def persona_get(*, persona_id: UUID, field: str = "persona_id") -> Persona:
+    persona = Persona.objects.filter(id=persona_id).first()
+    if persona is None:
+        raise NotFound("No persona with this id.", field=field)
+    return persona

@@ -1,0 +1,390 @@
+"""Every write to memories and their scope carriers. Each service is one transaction;
+embedding (slow I/O) happens before the transaction opens."""
+
+import math
+from collections.abc import Iterable
+from uuid import UUID
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memories.embedders import embed_one, get_embedder
+from memories.errors import Conflict, Forbidden, InvalidInput
+from memories.models import (
+    Memory,
+    MemoryRevision,
+    Message,
+    MessageRole,
+    Persona,
+    Project,
+    RevisionAction,
+    Scope,
+    Source,
+    Status,
+    Topic,
+    User,
+    WorkSession,
+    WorkSessionMessage,
+)
+from memories.recall.vector_store import get_vector_store
+
+EDITABLE_FIELDS = ("key", "value", "category", "importance", "confidence")
+SNAPSHOT_FIELDS = (*EDITABLE_FIELDS, "status", "scope", "supersedes_id")
+
+
+def clamp_unit(value: float, *, field: str) -> float:
+    """Clamp into 0..1; values outside are clamped, not rejected (SPEC §1)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput("Must be a finite number.", field=field)
+    return min(1.0, max(0.0, float(value)))
+
+
+def _snapshot(memory: Memory) -> dict:
+    data = {name: getattr(memory, name) for name in SNAPSHOT_FIELDS}
+    if data["supersedes_id"] is not None:
+        data["supersedes_id"] = str(data["supersedes_id"])
+    return data
+
+
+def _record(
+    memory: Memory, *, action: str, actor: User | None, before: dict | None, note: str = ""
+) -> MemoryRevision:
+    return MemoryRevision.objects.create(
+        memory=memory,
+        action=action,
+        actor=actor,
+        before=before,
+        after=_snapshot(memory),
+        note=note,
+    )
+
+
+def _check_carriers(
+    *,
+    scope: str,
+    user: User | None,
+    persona: Persona | None,
+    project: Project | None,
+    topic: Topic | None,
+) -> None:
+    """Each scope needs exactly its carriers (SPEC §1); name the field that is wrong."""
+    needs = {
+        Scope.USER: {"user"},
+        Scope.PROJECT: {"user", "project"},
+        Scope.SESSION: {"user", "topic"},
+        Scope.PERSONA: {"persona"},
+        Scope.PERSONA_USER: {"user", "persona"},
+    }[scope]
+    given = {"user": user, "persona": persona, "project": project, "topic": topic}
+    for name, value in given.items():
+        field = "user_id" if name == "user" else f"{name}_id"
+        if name in needs and value is None:
+            raise InvalidInput(f"Required for {scope} scope.", field=field)
+        if name not in needs and value is not None:
+            raise InvalidInput(f"Not allowed for {scope} scope.", field=field)
+    if project is not None and user is not None and project.owner_id != user.id:
+        raise InvalidInput("No such project.", field="project_id")
+    if topic is not None and user is not None and topic.user_id != user.id:
+        raise InvalidInput("No such topic.", field="topic_id")
+
+
+def memory_create(
+    *,
+    actor: User | None,
+    scope: str,
+    key: str,
+    value: str,
+    user: User | None = None,
+    persona: Persona | None = None,
+    project: Project | None = None,
+    topic: Topic | None = None,
+    category: str = "",
+    source: str = Source.MANUAL,
+    source_channel_id: UUID | None = None,
+    importance: float = 0.5,
+    confidence: float = 1.0,
+    status: str = Status.ACTIVE,
+    supersedes: Memory | None = None,
+    vector: list[float] | None = None,
+    note: str = "",
+) -> Memory:
+    """Create a memory with its revision and vector. Raises InvalidInput, EmbedderUnavailable."""
+    _check_carriers(scope=scope, user=user, persona=persona, project=project, topic=topic)
+    memory = Memory(
+        scope=scope,
+        user=user,
+        persona=persona,
+        project=project,
+        topic=topic,
+        key=key,
+        value=value,
+        category=category,
+        source=source,
+        source_channel_id=source_channel_id,
+        importance=clamp_unit(importance, field="importance"),
+        confidence=clamp_unit(confidence, field="confidence"),
+        status=status,
+        supersedes=supersedes,
+    )
+    if vector is None:
+        vector = embed_one(memory.embedding_text)
+    with transaction.atomic():
+        memory.save(force_insert=True)
+        _record(memory, action=RevisionAction.CREATE, actor=actor, before=None, note=note)
+        if vector is not None:
+            get_vector_store().save(memory=memory, vector=vector, model=get_embedder().model_name)
+    return memory
+
+
+def memory_create_manual(
+    *,
+    actor: User,
+    scope: str,
+    key: str,
+    value: str,
+    category: str = "",
+    importance: float = 0.5,
+    confidence: float = 1.0,
+    project: Project | None = None,
+    persona: Persona | None = None,
+    source_channel_id: UUID | None = None,
+) -> Memory:
+    """A memory written by hand (POST /api/memories): active, source manual, about the actor.
+    Raises InvalidInput (session scope), Forbidden (persona scope by non-staff)."""
+    if scope == Scope.SESSION:
+        raise InvalidInput(
+            "Session memories come only from extraction; use user or project.", field="scope"
+        )
+    if scope == Scope.PERSONA and not actor.is_staff:
+        raise Forbidden("Only staff can write persona-scope memories.", field="scope")
+    return memory_create(
+        actor=actor,
+        scope=scope,
+        user=None if scope == Scope.PERSONA else actor,
+        persona=persona,
+        project=project,
+        key=key,
+        value=value,
+        category=category,
+        importance=importance,
+        confidence=confidence,
+        source=Source.MANUAL,
+        source_channel_id=source_channel_id,
+    )
+
+
+def memory_update(*, memory: Memory, actor: User | None, changes: dict) -> Memory:
+    """Edit key, value, category, importance or confidence; re-embeds when the text changes.
+    Raises InvalidInput, EmbedderUnavailable, Conflict (deleted meanwhile)."""
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise InvalidInput("This field cannot be edited.", field=sorted(unknown)[0])
+    for field in ("importance", "confidence"):
+        if field in changes:
+            changes[field] = clamp_unit(changes[field], field=field)
+    new_text = Memory(
+        key=changes.get("key", memory.key), value=changes.get("value", memory.value)
+    ).embedding_text
+    vector = embed_one(new_text) if new_text != memory.embedding_text else None
+    with transaction.atomic():
+        locked = _lock_live(memory.id)
+        before = _snapshot(locked)
+        changed = [name for name, value in changes.items() if getattr(locked, name) != value]
+        if not changed:
+            return locked
+        for name in changed:
+            setattr(locked, name, changes[name])
+        locked.save(update_fields=[*changed, "updated_at"])
+        _record(locked, action=RevisionAction.EDIT, actor=actor, before=before)
+        if vector is not None:
+            get_vector_store().save(memory=locked, vector=vector, model=get_embedder().model_name)
+    return locked
+
+
+def _lock_live(memory_id: UUID) -> Memory:
+    try:
+        return Memory.objects.select_for_update().get(id=memory_id, deleted_at__isnull=True)
+    except Memory.DoesNotExist:
+        raise Conflict("This memory was deleted meanwhile.") from None
+
+
+def memory_delete(*, memory: Memory, actor: User | None) -> None:
+    """Soft-delete: the row stays with deleted_at set; its embedding and vector row go."""
+    with transaction.atomic():
+        locked = _lock_live(memory.id)
+        before = _snapshot(locked)
+        locked.deleted_at = timezone.now()
+        locked.save(update_fields=["deleted_at", "updated_at"])
+        _record(locked, action=RevisionAction.DELETE, actor=actor, before=before)
+        get_vector_store().delete(memory_ids=[locked.id])
+
+
+def _transition(
+    *, memory_id: UUID, actor: User | None, to_status: str, action: str
+) -> Memory | None:
+    """Move a pending memory to `to_status`; None when it is not pending (any more).
+
+    The conditional UPDATE ... WHERE status = pending makes two concurrent approvals of the
+    same memory count once: the second one updates no row.
+    """
+    updated = Memory.objects.filter(
+        id=memory_id, status=Status.PENDING_REVIEW, deleted_at__isnull=True
+    ).update(status=to_status, updated_at=timezone.now())
+    if not updated:
+        return None
+    memory = Memory.objects.get(id=memory_id)
+    before = {**_snapshot(memory), "status": Status.PENDING_REVIEW}
+    _record(memory, action=action, actor=actor, before=before)
+    get_vector_store().set_status(memory_ids=[memory.id], status=to_status)
+    if to_status == Status.ACTIVE and memory.supersedes_id:
+        memory_archive(
+            memory_id=memory.supersedes_id, actor=actor, note=f"superseded by {memory.id}"
+        )
+    return memory
+
+
+def memory_archive(*, memory_id: UUID, actor: User | None, note: str = "") -> bool:
+    """Archive an active or pending memory (never deletes). False when already archived."""
+    with transaction.atomic():
+        memory = (
+            Memory.objects.select_for_update()
+            .filter(id=memory_id, deleted_at__isnull=True)
+            .exclude(status=Status.ARCHIVED)
+            .first()
+        )
+        if memory is None:
+            return False
+        before = _snapshot(memory)
+        memory.status = Status.ARCHIVED
+        memory.save(update_fields=["status", "updated_at"])
+        _record(memory, action=RevisionAction.ARCHIVE, actor=actor, before=before, note=note)
+        get_vector_store().set_status(memory_ids=[memory.id], status=Status.ARCHIVED)
+    return True
+
+
+@transaction.atomic
+def memory_approve(*, memory: Memory, actor: User | None) -> Memory:
+    """pending_review -> active (archiving what it supersedes). Raises Conflict if not pending."""
+    approved = _transition(
+        memory_id=memory.id, actor=actor, to_status=Status.ACTIVE, action=RevisionAction.APPROVE
+    )
+    if approved is None:
+        raise Conflict(
+            f"Only pending_review memories can be approved; this one is {memory.status}."
+        )
+    return approved
+
+
+@transaction.atomic
+def memory_reject(*, memory: Memory, actor: User | None) -> Memory:
+    """pending_review -> archived. Raises Conflict if not pending."""
+    rejected = _transition(
+        memory_id=memory.id, actor=actor, to_status=Status.ARCHIVED, action=RevisionAction.REJECT
+    )
+    if rejected is None:
+        raise Conflict(
+            f"Only pending_review memories can be rejected; this one is {memory.status}."
+        )
+    return rejected
+
+
+@transaction.atomic
+def memory_bulk_approve(*, memory_ids: Iterable[UUID], actor: User | None) -> int:
+    """Approve the pending ones among memory_ids; others are skipped. Returns how many."""
+    approved = 0
+    for memory_id in dict.fromkeys(memory_ids):
+        if _transition(
+            memory_id=memory_id,
+            actor=actor,
+            to_status=Status.ACTIVE,
+            action=RevisionAction.APPROVE,
+        ):
+            approved += 1
+    return approved
+
+
+@transaction.atomic
+def memory_bulk_reject(*, memory_ids: Iterable[UUID], actor: User | None) -> int:
+    """Reject the pending ones among memory_ids; others are skipped. Returns how many."""
+    rejected = 0
+    for memory_id in dict.fromkeys(memory_ids):
+        if _transition(
+            memory_id=memory_id,
+            actor=actor,
+            to_status=Status.ARCHIVED,
+            action=RevisionAction.REJECT,
+        ):
+            rejected += 1
+    return rejected
+
+
+def memory_record_access(*, memory_ids: Iterable[UUID]) -> None:
+    """Recall side effect: one more access and a fresh time, as a single atomic UPDATE."""
+    Memory.objects.filter(id__in=list(memory_ids)).update(
+        access_count=F("access_count") + 1, last_accessed_at=timezone.now()
+    )
+
+
+# --- Scope carriers ---------------------------------------------------------------------------
+
+
+def persona_create(*, actor: User, name: str, memory_enabled: bool = True) -> Persona:
+    """Create a persona (staff only). Raises Forbidden."""
+    if not actor.is_staff:
+        raise Forbidden("Only staff can create personas.")
+    return Persona.objects.create(name=name, memory_enabled=memory_enabled)
+
+
+def persona_update(*, actor: User, persona: Persona, changes: dict) -> Persona:
+    """Rename a persona or switch its memory (staff only). Raises Forbidden."""
+    if not actor.is_staff:
+        raise Forbidden("Only staff can change personas.")
+    for name, value in changes.items():
+        setattr(persona, name, value)
+    persona.save(update_fields=list(changes))
+    return persona
+
+
+def project_create(*, owner: User, name: str) -> Project:
+    """Create a managed project owned by `owner`."""
+    return Project.objects.create(owner=owner, name=name)
+
+
+def topic_create(
+    *,
+    user: User,
+    title: str = "",
+    persona: Persona | None = None,
+    project: Project | None = None,
+    channel_id: UUID | None = None,
+) -> Topic:
+    """Create a conversation mirrored from the chat product."""
+    return Topic.objects.create(
+        user=user, title=title, persona=persona, project=project, channel_id=channel_id
+    )
+
+
+def message_create(*, topic: Topic, role: str, content: str) -> Message:
+    """Append a message to a topic."""
+    with transaction.atomic():
+        message = Message.objects.create(topic=topic, role=MessageRole(role), content=content)
+        Topic.objects.filter(id=topic.id).update(updated_at=timezone.now())
+    return message
+
+
+def work_session_create(*, user: User, project: Project | None = None) -> WorkSession:
+    """Create an agent work session, optionally inside a managed project."""
+    return WorkSession.objects.create(user=user, project=project)
+
+
+def work_session_message_create(
+    *, session: WorkSession, role: str, content: str
+) -> WorkSessionMessage:
+    """Append a message to a work session."""
+    with transaction.atomic():
+        message = WorkSessionMessage.objects.create(
+            session=session, role=MessageRole(role), content=content
+        )
+        WorkSession.objects.filter(id=session.id).update(updated_at=timezone.now())
+    return message
