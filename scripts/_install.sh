@@ -1,0 +1,19 @@
+# Sourced by scripts/serve and scripts/test: make .venv with a Python 3.11+ and install the
+# given requirements file, skipping pip when nothing changed since the last install.
+set -euo pipefail
+requirements_file="$1"
+python_bin="${PYTHON:-python3}"
+if ! "$python_bin" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "Python 3.11 or newer is needed (set PYTHON=/path/to/python3.11)." >&2
+  exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+  "$python_bin" -m venv .venv
+fi
+stamp=".venv/.installed-$(basename "$requirements_file")"
+digest=$(cat requirements*.txt | sha256sum | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements_file"
+  echo "$digest" > "$stamp"
+fi
