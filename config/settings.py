@@ -93,6 +93,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test-memory.sqlite3")}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Filtered HNSW searches keep scanning until they have enough rows (pgvector 0.8).
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "options", "-c hnsw.iterative_scan=relaxed_order"
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Static files, i18n ------------------------------------------------------------------------
@@ -186,3 +191,25 @@ import os  # noqa: E402
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# --- Recall (SPEC §4, §5). Defaults tuned on the LOCOMO dev benchmark; see docs/recall.md. ----
+RECALL_WEIGHT_RELEVANCE = env.float("RECALL_WEIGHT_RELEVANCE", default=0.55)
+RECALL_WEIGHT_IMPORTANCE = env.float("RECALL_WEIGHT_IMPORTANCE", default=0.15)
+RECALL_WEIGHT_RECENCY = env.float("RECALL_WEIGHT_RECENCY", default=0.15)
+RECALL_WEIGHT_FREQUENCY = env.float("RECALL_WEIGHT_FREQUENCY", default=0.10)
+# Share of the vector half in relevance; the keyword half gets the rest.
+RECALL_VECTOR_SHARE = env.float("RECALL_VECTOR_SHARE", default=0.6)
+RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
+RECALL_RELEVANCE_FLOOR = env.float("RECALL_RELEVANCE_FLOOR", default=0.2)
+RECALL_SCOPE_BONUS = {
+    "session": env.float("RECALL_SCOPE_BONUS_SESSION", default=0.10),
+    "project": env.float("RECALL_SCOPE_BONUS_PROJECT", default=0.08),
+    "persona_user": env.float("RECALL_SCOPE_BONUS_PERSONA_USER", default=0.06),
+    "persona": env.float("RECALL_SCOPE_BONUS_PERSONA", default=0.03),
+    "user": env.float("RECALL_SCOPE_BONUS_USER", default=0.0),
+}
+# How many candidates each half (vector, keyword) brings before scoring.
+RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
+RECALL_SEARCH_TOP_K = 10
+RECALL_HINT_TOP_K = 5
+MEMORY_HINT_BUDGET_CHARS = env.int("MEMORY_HINT_BUDGET_CHARS", default=6000)

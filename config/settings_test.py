@@ -9,3 +9,9 @@ os.environ.pop("CELERY_BROKER_URL", None)
 from config.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+if DATABASES["default"]["ENGINE"] == "memories.recall.sqlite_backend":  # noqa: F405
+    # One file per test process, so two runs (or a run and a dev server) never share it.
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")  # noqa: F405
+    }

@@ -39,7 +39,11 @@ class LocalEmbedder:
     def embed(self, texts: list[str]) -> list[list[float]]:
         with self._lock:
             vectors = self._model.encode(
-                texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True
+                texts,
+                batch_size=64,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             )
         return vectors.tolist()
 

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memories.embedders import embed_one, get_embedder
+from memories.embedders import embed_one
 from memories.errors import Conflict, Forbidden, InvalidInput
 from memories.models import (
     Memory,
@@ -27,7 +27,7 @@ from memories.models import (
     WorkSession,
     WorkSessionMessage,
 )
-from memories.recall.vector_store import get_vector_store
+from memories.recall.index import index_memory, index_status, unindex_memories
 
 EDITABLE_FIELDS = ("key", "value", "category", "importance", "confidence")
 SNAPSHOT_FIELDS = (*EDITABLE_FIELDS, "status", "scope", "supersedes_id")
@@ -132,8 +132,7 @@ def memory_create(
     with transaction.atomic():
         memory.save(force_insert=True)
         _record(memory, action=RevisionAction.CREATE, actor=actor, before=None, note=note)
-        if vector is not None:
-            get_vector_store().save(memory=memory, vector=vector, model=get_embedder().model_name)
+        index_memory(memory, vector=vector)
     return memory
 
 
@@ -197,8 +196,8 @@ def memory_update(*, memory: Memory, actor: User | None, changes: dict) -> Memor
             setattr(locked, name, changes[name])
         locked.save(update_fields=[*changed, "updated_at"])
         _record(locked, action=RevisionAction.EDIT, actor=actor, before=before)
-        if vector is not None:
-            get_vector_store().save(memory=locked, vector=vector, model=get_embedder().model_name)
+        if {"key", "value"} & set(changed):
+            index_memory(locked, vector=vector)
     return locked
 
 
@@ -217,7 +216,7 @@ def memory_delete(*, memory: Memory, actor: User | None) -> None:
         locked.deleted_at = timezone.now()
         locked.save(update_fields=["deleted_at", "updated_at"])
         _record(locked, action=RevisionAction.DELETE, actor=actor, before=before)
-        get_vector_store().delete(memory_ids=[locked.id])
+        unindex_memories([locked.id])
 
 
 def _transition(
@@ -236,7 +235,7 @@ def _transition(
     memory = Memory.objects.get(id=memory_id)
     before = {**_snapshot(memory), "status": Status.PENDING_REVIEW}
     _record(memory, action=action, actor=actor, before=before)
-    get_vector_store().set_status(memory_ids=[memory.id], status=to_status)
+    index_status([memory.id], to_status)
     if to_status == Status.ACTIVE and memory.supersedes_id:
         memory_archive(
             memory_id=memory.supersedes_id, actor=actor, note=f"superseded by {memory.id}"
@@ -259,7 +258,7 @@ def memory_archive(*, memory_id: UUID, actor: User | None, note: str = "") -> bo
         memory.status = Status.ARCHIVED
         memory.save(update_fields=["status", "updated_at"])
         _record(memory, action=RevisionAction.ARCHIVE, actor=actor, before=before, note=note)
-        get_vector_store().set_status(memory_ids=[memory.id], status=Status.ARCHIVED)
+        index_status([memory.id], Status.ARCHIVED)
     return True
 
 

@@ -1,8 +1,8 @@
 import django_filters
-from django.db.models import Q
 
 from memories.api.serializers import SCOPE_ALIASES
 from memories.models import Memory, Scope, Source, Status
+from memories.recall.keyword import get_keyword_index
 
 
 class MemoryFilter(django_filters.FilterSet):
@@ -35,7 +35,4 @@ class MemoryFilter(django_filters.FilterSet):
         return queryset.filter(scope=SCOPE_ALIASES.get(value, value))
 
     def filter_query(self, queryset, name, value):
-        condition = Q()
-        for word in value.split():
-            condition &= Q(key__icontains=word) | Q(value__icontains=word)
-        return queryset.filter(condition)
+        return get_keyword_index().filter_all_words(queryset, value)

@@ -281,3 +281,101 @@ class TokenRequestSerializer(StrictInputMixin, serializers.Serializer):
 
 class TokenSerializer(serializers.Serializer):
     token = serializers.CharField()
+
+
+class RecallContextSerializer(StrictInputMixin, serializers.Serializer):
+    """Which scopes a recall request draws from (SPEC §4)."""
+
+    topic_id = OwnedRelatedField(
+        owner_field="user",
+        queryset=Topic.objects.all(),
+        source="topic",
+        required=False,
+        allow_null=True,
+    )
+    project_id = OwnedRelatedField(
+        owner_field="owner",
+        queryset=Project.objects.all(),
+        source="project",
+        required=False,
+        allow_null=True,
+    )
+    persona_id = serializers.PrimaryKeyRelatedField(
+        queryset=Persona.objects.all(),
+        pk_field=serializers.UUIDField(),
+        source="persona",
+        required=False,
+        allow_null=True,
+    )
+    work_session_id = OwnedRelatedField(
+        owner_field="user",
+        queryset=WorkSession.objects.all(),
+        source="work_session",
+        required=False,
+        allow_null=True,
+    )
+
+
+class SearchParamsSerializer(RecallContextSerializer):
+    q = serializers.CharField(max_length=1000)
+    top_k = serializers.IntegerField(min_value=1, max_value=50, default=10)
+
+
+class ContextRequestSerializer(RecallContextSerializer):
+    query = serializers.CharField(max_length=4000)
+    top_k = serializers.IntegerField(min_value=1, max_value=20, default=5)
+
+
+class ScorePartsSerializer(serializers.Serializer):
+    relevance = serializers.FloatField()
+    importance = serializers.FloatField()
+    recency = serializers.FloatField()
+    frequency = serializers.FloatField()
+    scope_bonus = serializers.FloatField()
+
+
+class RecallResultSerializer(MemorySerializer):
+    """A memory plus its score and the parts the score is made of."""
+
+    score = serializers.SerializerMethodField()
+    score_parts = serializers.SerializerMethodField()
+
+    class Meta(MemorySerializer.Meta):
+        fields = [*MemorySerializer.Meta.fields, "score", "score_parts"]
+        read_only_fields = fields
+
+    def to_representation(self, hit):
+        data = super().to_representation(hit.memory)
+        data["score"] = hit.score.total
+        data["score_parts"] = hit.score.parts()
+        return data
+
+    def get_score(self, hit) -> float:  # documents the type for the schema
+        return hit.score.total
+
+    def get_score_parts(self, hit) -> ScorePartsSerializer:
+        return hit.score.parts()
+
+
+class ContextResponseSerializer(serializers.Serializer):
+    hint = serializers.CharField()
+    memories = RecallResultSerializer(many=True)
+
+
+class MemorySaveToolSerializer(StrictInputMixin, serializers.Serializer):
+    key = trimmed_char(settings.MEMORY_KEY_MAX_LENGTH)
+    value = trimmed_char(settings.MEMORY_VALUE_MAX_LENGTH)
+    confidence = UnitFloatField()
+    category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, default="")
+    importance = UnitFloatField(default=0.5)
+    scope = serializers.ChoiceField(
+        choices=[Scope.USER, Scope.PROJECT, Scope.PERSONA_USER, *SCOPE_ALIASES], default="user"
+    )
+
+    def validate_scope(self, value):
+        return SCOPE_ALIASES.get(value, value)
+
+
+class MemoryRecallToolSerializer(StrictInputMixin, serializers.Serializer):
+    query = serializers.CharField(max_length=1000)
+    top_k = serializers.IntegerField(min_value=1, max_value=50, default=5)

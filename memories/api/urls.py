@@ -14,5 +14,7 @@ router.register("personas", views.PersonaViewSet, basename="persona")
 
 urlpatterns = [
     path("auth/token", views.TokenView.as_view(), name="auth-token"),
+    path("tools", views.ToolsView.as_view(), name="tools"),
+    path("tools/<str:name>", views.ToolsView.as_view(), name="tool-call"),
     *router.urls,
 ]

@@ -1,8 +1,10 @@
 """The REST contract (SPEC §3). Each view validates, calls one service or selector, and
 serialises; errors are raised and shaped by memories.api.errors."""
 
+import json
 from uuid import UUID
 
+from django.conf import settings
 from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
@@ -17,14 +19,21 @@ from memories.api.filters import MemoryFilter
 from memories.api.serializers import (
     ApprovedCountSerializer,
     BulkIdsSerializer,
+    ContextRequestSerializer,
+    ContextResponseSerializer,
     CountSerializer,
     MemoryCreateSerializer,
+    MemoryRecallToolSerializer,
+    MemorySaveToolSerializer,
     MemorySerializer,
     MemoryUpdateSerializer,
     MessageSerializer,
     PersonaSerializer,
     ProjectSerializer,
+    RecallContextSerializer,
+    RecallResultSerializer,
     RevisionSerializer,
+    SearchParamsSerializer,
     TokenRequestSerializer,
     TokenSerializer,
     TopicSerializer,
@@ -32,7 +41,11 @@ from memories.api.serializers import (
     WorkSessionSerializer,
 )
 from memories.errors import InvalidInput, NotFound
-from memories.models import Persona, Project, Topic, WorkSession
+from memories.models import Persona, Project, Scope, Source, Topic, WorkSession
+from memories.recall.hint import memory_hint
+from memories.recall.recall import memory_recall
+from memories.recall.scopes import recall_scopes
+from memories.tools import TOOL_DEFINITIONS, TOOL_NAMES
 
 
 def parse_uuid(raw: str, *, field: str = "id", what: str = "object") -> UUID:
@@ -43,10 +56,22 @@ def parse_uuid(raw: str, *, field: str = "id", what: str = "object") -> UUID:
         raise NotFound(f"No {what} with id {raw!r}: ids are UUIDs.", field=field) from None
 
 
-def validated(serializer_class, request, **kwargs) -> dict:
-    serializer = serializer_class(data=request.data, context={"request": request}, **kwargs)
+def validated(serializer_class, request, *, data=None, **kwargs) -> dict:
+    serializer = serializer_class(
+        data=request.data if data is None else data, context={"request": request}, **kwargs
+    )
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+def scopes_for(request, data: dict):
+    return recall_scopes(
+        user=request.user,
+        topic=data.get("topic"),
+        project=data.get("project"),
+        persona=data.get("persona"),
+        work_session=data.get("work_session"),
+    )
 
 
 class TokenView(APIView):
@@ -128,6 +153,27 @@ class MemoryViewSet(viewsets.GenericViewSet):
         revisions = selectors.memory_history(user=request.user, memory_id=memory_id)
         page = self.paginate_queryset(revisions)
         return self.get_paginated_response(RevisionSerializer(page, many=True).data)
+
+    @extend_schema(parameters=[SearchParamsSerializer], responses=RecallResultSerializer(many=True))
+    @action(detail=False, methods=["get"], filterset_class=None, pagination_class=None)
+    def search(self, request):
+        params = validated(SearchParamsSerializer, request, data=request.query_params.dict())
+        hits = memory_recall(
+            query=params["q"], scopes=scopes_for(request, params), top_k=params["top_k"]
+        )
+        return Response({"data": RecallResultSerializer(hits, many=True).data})
+
+    @extend_schema(request=ContextRequestSerializer, responses=ContextResponseSerializer)
+    @action(detail=False, methods=["post"], filterset_class=None, pagination_class=None)
+    def context(self, request):
+        data = validated(ContextRequestSerializer, request)
+        hint, used = memory_hint(
+            query=data["query"],
+            scopes=scopes_for(request, data),
+            top_k=data["top_k"],
+            budget=settings.MEMORY_HINT_BUDGET_CHARS,
+        )
+        return Response({"hint": hint, "memories": RecallResultSerializer(used, many=True).data})
 
     @extend_schema(responses=CountSerializer)
     @action(detail=False, methods=["get"], filterset_class=None, pagination_class=None)
@@ -272,3 +318,61 @@ class PersonaViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         data = validated(PersonaSerializer, request, partial=True)
         persona = services.persona_update(actor=request.user, persona=persona, changes=data)
         return Response(PersonaSerializer(persona).data)
+
+
+class ToolsView(APIView):
+    """The AI tools in OpenAI function-calling format; POST runs one with the model's
+    arguments. Query parameters topic_id, project_id, persona_id give the call's context."""
+
+    def get(self, request):
+        return Response({"data": TOOL_DEFINITIONS})
+
+    @extend_schema(request=None, parameters=[RecallContextSerializer])
+    def post(self, request, name: str):
+        if name not in TOOL_NAMES:
+            raise NotFound(f"No tool named {name!r}; see GET /api/tools.", field="name")
+        arguments = request.data
+        if isinstance(arguments, str):
+            # Models hand over tool arguments as a JSON string; accept it as they produced it.
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                raise InvalidInput("Arguments are not valid JSON.", field="body") from None
+        context = validated(RecallContextSerializer, request, data=request.query_params.dict())
+        if name == "memory_save":
+            return self._save(
+                request, validated(MemorySaveToolSerializer, request, data=arguments), context
+            )
+        args = validated(MemoryRecallToolSerializer, request, data=arguments)
+        hits = memory_recall(
+            query=args["query"], scopes=scopes_for(request, context), top_k=args["top_k"]
+        )
+        return Response({"data": RecallResultSerializer(hits, many=True).data})
+
+    def _save(self, request, args: dict, context: dict):
+        scope = args.pop("scope")
+        carriers = {"user": request.user}
+        if scope == Scope.PROJECT:
+            carriers["project"] = context.get("project") or getattr(
+                context.get("work_session") or context.get("topic"), "project", None
+            )
+            if carriers["project"] is None:
+                raise InvalidInput(
+                    "Project scope needs the call's project: pass project_id, topic_id or "
+                    "work_session_id as a query parameter.",
+                    field="scope",
+                )
+        elif scope == Scope.PERSONA_USER:
+            carriers["persona"] = context.get("persona") or getattr(
+                context.get("topic"), "persona", None
+            )
+            if carriers["persona"] is None:
+                raise InvalidInput(
+                    "persona_user scope needs the call's persona: pass persona_id or topic_id "
+                    "as a query parameter.",
+                    field="scope",
+                )
+        memory = services.memory_create(
+            actor=request.user, scope=scope, source=Source.TOOL, **carriers, **args
+        )
+        return Response({"memory": MemorySerializer(memory).data}, status=status.HTTP_201_CREATED)

@@ -67,6 +67,9 @@ class VectorStore(Protocol):
     ) -> list[Neighbour]:
         """The k nearest vectors within the given partitions, nearest first."""
 
+    def distances(self, *, vector: Sequence[float], memory_ids: Iterable[UUID]) -> list[Neighbour]:
+        """The distance from `vector` to each of these memories that has a vector."""
+
 
 def get_vector_store() -> VectorStore:
     if connection.vendor == "postgresql":

@@ -58,3 +58,18 @@ class PgVectorStore:
 
     def count(self) -> int:
         return MemoryEmbedding.objects.exclude(vector=None).count()
+
+    def distances(self, *, vector, memory_ids):
+        from memories.recall.vector_store import Neighbour
+
+        ids = list(memory_ids)
+        if not ids:
+            return []
+        d = len(vector)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT memory_id, (vector::vector({d})) <=> %s::vector({d}) FROM {TABLE} "
+                "WHERE memory_id = ANY(%s) AND dimensions = %s",
+                [Vector(list(vector)).to_text(), ids, d],
+            )
+            return [Neighbour(UUID(str(row[0])), float(row[1])) for row in cursor.fetchall()]

@@ -94,3 +94,19 @@ class SqliteVecStore:
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT count(*) FROM {TABLE}")
             return cursor.fetchone()[0]
+
+    def distances(self, *, vector, memory_ids):
+        """Cosine distance from `vector` to each given memory's vector (those that have one)."""
+        from memories.recall.vector_store import Neighbour
+
+        ids = [i.hex for i in memory_ids]
+        if not ids:
+            return []
+        placeholders = ", ".join(["%s"] * len(ids))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT memory_id, vec_distance_cosine(embedding, %s) FROM {TABLE} "
+                f"WHERE memory_id IN ({placeholders})",
+                [sqlite_vec.serialize_float32(list(vector)), *ids],
+            )
+            return [Neighbour(UUID(hex=row[0]), float(row[1])) for row in cursor.fetchall()]

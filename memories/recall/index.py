@@ -1,0 +1,29 @@
+"""Keeps the vector store and the keyword index in step with memory writes. Services call
+these inside their transaction, so a memory and its index rows commit or roll back together."""
+
+from collections.abc import Iterable, Sequence
+from uuid import UUID
+
+from memories.embedders import get_embedder
+from memories.models import Memory
+from memories.recall.keyword import get_keyword_index
+from memories.recall.vector_store import get_vector_store, partition_of
+
+
+def index_memory(memory: Memory, *, vector: Sequence[float] | None) -> None:
+    """(Re)index a memory's text, and its vector when one is given."""
+    get_keyword_index().save(memory=memory, partition=partition_of(memory))
+    if vector is not None:
+        get_vector_store().save(memory=memory, vector=vector, model=get_embedder().model_name)
+
+
+def unindex_memories(memory_ids: Iterable[UUID]) -> None:
+    memory_ids = list(memory_ids)
+    get_keyword_index().delete(memory_ids=memory_ids)
+    get_vector_store().delete(memory_ids=memory_ids)
+
+
+def index_status(memory_ids: Iterable[UUID], status: str) -> None:
+    memory_ids = list(memory_ids)
+    get_keyword_index().set_status(memory_ids=memory_ids, status=status)
+    get_vector_store().set_status(memory_ids=memory_ids, status=status)

@@ -1,0 +1,65 @@
+"""Which scopes a recall request may draw from (SPEC §4), and how each store filters them."""
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.db.models import Q
+
+from memories.models import Persona, Project, Scope, Topic, User, WorkSession
+from memories.recall.vector_store import partition_key
+
+
+@dataclass(frozen=True)
+class RecallScope:
+    scope: str
+    user_id: UUID | None = None
+    persona_id: UUID | None = None
+    project_id: UUID | None = None
+    topic_id: UUID | None = None
+
+    @property
+    def partition(self) -> str:
+        return partition_key(
+            scope=self.scope,
+            user_id=self.user_id,
+            persona_id=self.persona_id,
+            project_id=self.project_id,
+            topic_id=self.topic_id,
+        )
+
+    @property
+    def condition(self) -> Q:
+        """The same set of memories as a filter on Memory (for the ORM-side searches)."""
+        fields = {
+            "user_id": self.user_id,
+            "persona_id": self.persona_id,
+            "project_id": self.project_id,
+            "topic_id": self.topic_id,
+        }
+        return Q(scope=self.scope, **fields)
+
+
+def recall_scopes(
+    *,
+    user: User,
+    topic: Topic | None = None,
+    project: Project | None = None,
+    persona: Persona | None = None,
+    work_session: WorkSession | None = None,
+) -> list[RecallScope]:
+    """The user's own memories always; session ones of the topic; project ones of the project
+    (the topic's or work session's when not given); persona ones of the persona."""
+    if topic is not None:
+        project = project or topic.project
+        persona = persona or topic.persona
+    if work_session is not None:
+        project = project or work_session.project
+    scopes = [RecallScope(Scope.USER, user_id=user.id)]
+    if topic is not None:
+        scopes.append(RecallScope(Scope.SESSION, user_id=user.id, topic_id=topic.id))
+    if project is not None:
+        scopes.append(RecallScope(Scope.PROJECT, user_id=user.id, project_id=project.id))
+    if persona is not None:
+        scopes.append(RecallScope(Scope.PERSONA_USER, user_id=user.id, persona_id=persona.id))
+        scopes.append(RecallScope(Scope.PERSONA, persona_id=persona.id))
+    return scopes

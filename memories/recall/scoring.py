@@ -1,0 +1,116 @@
+"""The one scoring function of every read path (SPEC §4).
+
+score = w_relevance·relevance + w_importance·importance + w_recency·recency
+        + w_frequency·frequency + scope_bonus
+
+relevance  = share·cosine similarity + (1 − share)·keyword score (BM25 / best BM25 of the query);
+             without an embedder, keyword score × confidence
+recency    = 2^(−days / half-life) since the later of last update and last access
+frequency  = min(1, ln(1 + access_count) / ln(101))
+
+Candidates whose relevance is below the floor are dropped whatever their other signals, so
+importance, recency and popularity re-order relevant memories but never bring in others.
+The parts returned are the weighted terms, so they add up to the score.
+"""
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+
+
+@dataclass(frozen=True)
+class Weights:
+    relevance: float
+    importance: float
+    recency: float
+    frequency: float
+    vector_share: float
+    half_life_days: float
+    relevance_floor: float
+    scope_bonus: dict
+
+    @classmethod
+    def from_settings(cls) -> "Weights":
+        return cls(
+            relevance=settings.RECALL_WEIGHT_RELEVANCE,
+            importance=settings.RECALL_WEIGHT_IMPORTANCE,
+            recency=settings.RECALL_WEIGHT_RECENCY,
+            frequency=settings.RECALL_WEIGHT_FREQUENCY,
+            vector_share=settings.RECALL_VECTOR_SHARE,
+            half_life_days=settings.RECALL_RECENCY_HALF_LIFE_DAYS,
+            relevance_floor=settings.RECALL_RELEVANCE_FLOOR,
+            scope_bonus=dict(settings.RECALL_SCOPE_BONUS),
+        )
+
+
+@dataclass(frozen=True)
+class Score:
+    total: float
+    relevance: float
+    importance: float
+    recency: float
+    frequency: float
+    scope_bonus: float
+
+    def parts(self) -> dict[str, float]:
+        return {
+            "relevance": self.relevance,
+            "importance": self.importance,
+            "recency": self.recency,
+            "frequency": self.frequency,
+            "scope_bonus": self.scope_bonus,
+        }
+
+
+def relevance(
+    *, similarity: float | None, keyword: float, confidence: float, vector_share: float
+) -> float:
+    """similarity None means no embedder: rank by keyword and confidence."""
+    if similarity is None:
+        return keyword * confidence
+    similarity = min(1.0, max(0.0, similarity))
+    return vector_share * similarity + (1.0 - vector_share) * keyword
+
+
+def recency(
+    *, updated_at: datetime, last_accessed_at: datetime | None, now: datetime, half_life_days
+) -> float:
+    latest = max(updated_at, last_accessed_at) if last_accessed_at else updated_at
+    days = max(0.0, (now - latest).total_seconds() / 86400.0)
+    return 2.0 ** (-days / half_life_days)
+
+
+def frequency(access_count: int) -> float:
+    return min(1.0, math.log1p(access_count) / math.log(101))
+
+
+def score(
+    *,
+    relevance_value: float,
+    importance: float,
+    updated_at: datetime,
+    last_accessed_at: datetime | None,
+    access_count: int,
+    scope: str,
+    now: datetime,
+    weights: Weights,
+) -> Score | None:
+    """The memory's score, or None when it is below the relevance floor."""
+    if relevance_value < weights.relevance_floor:
+        return None
+    parts = {
+        "relevance": weights.relevance * relevance_value,
+        "importance": weights.importance * importance,
+        "recency": weights.recency
+        * recency(
+            updated_at=updated_at,
+            last_accessed_at=last_accessed_at,
+            now=now,
+            half_life_days=weights.half_life_days,
+        ),
+        "frequency": weights.frequency * frequency(access_count),
+        "scope_bonus": weights.scope_bonus.get(scope, 0.0),
+    }
+    return Score(total=sum(parts.values()), **parts)
