@@ -87,13 +87,25 @@ def _unit(vector: list[float]) -> list[float]:
 
 
 @functools.cache
+def _local_embedder() -> LocalEmbedder:
+    return LocalEmbedder()
+
+
+@functools.cache
+def _openai_embedder(base_url: str, model: str, dimensions: int) -> OpenAIEmbedder:
+    return OpenAIEmbedder()
+
+
 def get_embedder() -> Embedder | None:
-    """The configured embedder, created once per process; None when EMBEDDER=none."""
+    """The configured embedder, created once per process (per configuration); None when
+    EMBEDDER=none."""
     if settings.EMBEDDER == "none":
         return None
     if settings.EMBEDDER == "openai":
-        return OpenAIEmbedder()
-    return LocalEmbedder()
+        return _openai_embedder(
+            settings.EMBEDDING_BASE_URL, settings.EMBEDDING_MODEL, settings.EMBEDDING_DIMENSIONS
+        )
+    return _local_embedder()
 
 
 def embed_one(text: str) -> list[float] | None:

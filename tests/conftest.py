@@ -51,3 +51,30 @@ def staff_api(staff) -> APIClient:
 @pytest.fixture
 def anon_api() -> APIClient:
     return APIClient()
+
+
+@pytest.fixture
+def fake_openai():
+    """The stand-in model provider on 127.0.0.1 (see tests/fake_openai.py)."""
+    from tests.fake_openai import FakeOpenAI
+
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def openai_embedder(settings, fake_openai):
+    """EMBEDDER=openai pointed at the fake provider, for the duration of one test."""
+    settings.EMBEDDER = "openai"
+    settings.EMBEDDING_BASE_URL = fake_openai.base_url
+    settings.EMBEDDING_API_KEY = "test-key"
+    settings.EMBEDDING_MODEL = "fake-embedding"
+    settings.EMBEDDING_DIMENSIONS = 384
+    return fake_openai
+
+
+@pytest.fixture
+def no_embedder(settings):
+    """EMBEDDER=none: recall by keyword and confidence."""
+    settings.EMBEDDER = "none"

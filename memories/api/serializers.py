@@ -335,26 +335,20 @@ class ScorePartsSerializer(serializers.Serializer):
 
 
 class RecallResultSerializer(MemorySerializer):
-    """A memory plus its score and the parts the score is made of."""
+    """A memory plus its score and the parts the score is made of (serialises RecallHit)."""
 
-    score = serializers.SerializerMethodField()
-    score_parts = serializers.SerializerMethodField()
+    score = serializers.FloatField(read_only=True)
+    score_parts = ScorePartsSerializer(read_only=True)
 
     class Meta(MemorySerializer.Meta):
         fields = [*MemorySerializer.Meta.fields, "score", "score_parts"]
         read_only_fields = fields
 
     def to_representation(self, hit):
-        data = super().to_representation(hit.memory)
+        data = dict(MemorySerializer(hit.memory, context=self.context).data)
         data["score"] = hit.score.total
         data["score_parts"] = hit.score.parts()
         return data
-
-    def get_score(self, hit) -> float:  # documents the type for the schema
-        return hit.score.total
-
-    def get_score_parts(self, hit) -> ScorePartsSerializer:
-        return hit.score.parts()
 
 
 class ContextResponseSerializer(serializers.Serializer):

@@ -1,0 +1,81 @@
+"""Re-embed every live memory with the configured embedder (after a model change)."""
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, transaction
+from tqdm import tqdm
+
+from memories.embedders import get_embedder
+from memories.models import Memory, MemoryEmbedding
+from memories.recall.index import index_memory
+
+
+class Command(BaseCommand):
+    help = (
+        "Rebuild the vectors (and keyword index rows) of all live memories with the configured "
+        "embedder, in batches, with a progress bar. Re-creates the vector table or index when "
+        "the number of dimensions changed."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--batch-size", type=int, default=256)
+        parser.add_argument(
+            "--only-stale",
+            action="store_true",
+            help="Only memories without a vector of the current model.",
+        )
+        parser.add_argument("--dry-run", action="store_true", help="Count, change nothing.")
+
+    def handle(self, *args, batch_size: int, only_stale: bool, dry_run: bool, **options):
+        embedder = get_embedder()
+        if embedder is None:
+            raise CommandError("EMBEDDER=none: there is nothing to embed with.")
+        memories = Memory.objects.filter(deleted_at__isnull=True).order_by("id")
+        if only_stale:
+            current = MemoryEmbedding.objects.filter(
+                model=embedder.model_name, dimensions=embedder.dimensions
+            ).values("memory_id")
+            memories = memories.exclude(id__in=current)
+        total = memories.count()
+        self.stdout.write(
+            f"{total} memories to embed with {embedder.model_name} ({embedder.dimensions} d)."
+        )
+        if dry_run or not total:
+            return
+        if embedder.dimensions != settings.EMBEDDING_DIMENSIONS:
+            raise CommandError(
+                f"The embedder gives {embedder.dimensions} dimensions but EMBEDDING_DIMENSIONS "
+                f"is {settings.EMBEDDING_DIMENSIONS}; set it to match."
+            )
+        self._prepare_store(embedder.dimensions)
+        with tqdm(total=total, unit="memory", disable=options["verbosity"] == 0) as progress:
+            last_id = None
+            while True:
+                batch_query = memories if last_id is None else memories.filter(id__gt=last_id)
+                batch = list(batch_query[:batch_size])
+                if not batch:
+                    break
+                vectors = embedder.embed([memory.embedding_text for memory in batch])
+                with transaction.atomic():
+                    for memory, vector in zip(batch, vectors, strict=True):
+                        index_memory(memory, vector=vector)
+                last_id = batch[-1].id
+                progress.update(len(batch))
+        self.stdout.write(self.style.SUCCESS(f"Re-embedded {total} memories."))
+
+    def _prepare_store(self, dimensions: int) -> None:
+        if connection.vendor == "postgresql":
+            from memories.recall.vector_store.pgvector import create_index_sql
+
+            with connection.cursor() as cursor:
+                cursor.execute(create_index_sql(dimensions))
+            return
+        from memories.recall.vector_store.sqlite_vec import TABLE, create_table_sql
+
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT sql FROM sqlite_master WHERE name = '{TABLE}'")
+            row = cursor.fetchone()
+            if row and f"float[{dimensions}]" not in row[0].lower():
+                # vec0 columns have a fixed size: a new model size needs a new table.
+                cursor.execute(f"DROP TABLE {TABLE}")
+                cursor.execute(create_table_sql(dimensions))
