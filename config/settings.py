@@ -213,3 +213,27 @@ RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
 RECALL_SEARCH_TOP_K = 10
 RECALL_HINT_TOP_K = 5
 MEMORY_HINT_BUDGET_CHARS = env.int("MEMORY_HINT_BUDGET_CHARS", default=6000)
+
+# --- Extraction (SPEC §7) ------------------------------------------------------------------
+# Conversation trigger policy for the automatic path (scanner, posted messages):
+EXTRACTION_USER_MESSAGES = env.int("EXTRACTION_USER_MESSAGES", default=6)
+EXTRACTION_IDLE_MINUTES = env.float("EXTRACTION_IDLE_MINUTES", default=30.0)
+EXTRACTION_IDLE_MIN_USER_MESSAGES = env.int("EXTRACTION_IDLE_MIN_USER_MESSAGES", default=2)
+EXTRACTION_DENSE_AVERAGE_CHARS = env.int("EXTRACTION_DENSE_AVERAGE_CHARS", default=400)
+EXTRACTION_DENSE_MIN_USER_MESSAGES = env.int("EXTRACTION_DENSE_MIN_USER_MESSAGES", default=2)
+# Work sessions: every this many new user messages, managed projects only.
+EXTRACTION_WORK_USER_MESSAGES = env.int("EXTRACTION_WORK_USER_MESSAGES", default=10)
+EXTRACTION_MAX_MESSAGES_PER_RUN = env.int("EXTRACTION_MAX_MESSAGES_PER_RUN", default=200)
+EXTRACTION_LLM_ATTEMPTS = env.int("EXTRACTION_LLM_ATTEMPTS", default=3)
+EXTRACTION_LLM_BACKOFF_SECONDS = env.float("EXTRACTION_LLM_BACKOFF_SECONDS", default=2.0)
+EXTRACTION_DUPLICATE_SIMILARITY = env.float("EXTRACTION_DUPLICATE_SIMILARITY", default=0.92)
+EXTRACTION_CLAIM_SECONDS = env.int("EXTRACTION_CLAIM_SECONDS", default=600)
+EXTRACTION_SCAN_INTERVAL_SECONDS = env.int("EXTRACTION_SCAN_INTERVAL_SECONDS", default=300)
+CELERY_BEAT_SCHEDULE = {
+    "scan-extractions": {
+        "task": "extraction.tasks.scan_extractions_task",
+        "schedule": EXTRACTION_SCAN_INTERVAL_SECONDS,
+    }
+}
+# Called (by dotted path) after a message is posted to a topic, once the write commits.
+MESSAGE_POSTED_HOOKS = ["extraction.services.message_posted"]

@@ -1,13 +1,16 @@
 """Every write to memories and their scope carriers. Each service is one transaction;
 embedding (slow I/O) happens before the transaction opens."""
 
+import functools
 import math
 from collections.abc import Iterable
 from uuid import UUID
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from memories.embedders import embed_one
 from memories.errors import Conflict, Forbidden, InvalidInput
@@ -364,11 +367,22 @@ def topic_create(
     )
 
 
+def _message_posted(*, kind: str, source_id: UUID, role: str) -> None:
+    """Tell the configured hooks (extraction's trigger policy) about a new user message, once
+    it is committed. robust: a hook's failure is logged and never undoes or fails the post."""
+    if role != MessageRole.USER:
+        return
+    for path in settings.MESSAGE_POSTED_HOOKS:
+        hook = import_string(path)
+        transaction.on_commit(functools.partial(hook, kind=kind, source_id=source_id), robust=True)
+
+
 def message_create(*, topic: Topic, role: str, content: str) -> Message:
     """Append a message to a topic."""
     with transaction.atomic():
         message = Message.objects.create(topic=topic, role=MessageRole(role), content=content)
         Topic.objects.filter(id=topic.id).update(updated_at=timezone.now())
+        _message_posted(kind="topic", source_id=topic.id, role=role)
     return message
 
 
@@ -386,4 +400,5 @@ def work_session_message_create(
             session=session, role=MessageRole(role), content=content
         )
         WorkSession.objects.filter(id=session.id).update(updated_at=timezone.now())
+        _message_posted(kind="work_session", source_id=session.id, role=role)
     return message

@@ -1,0 +1,61 @@
+"""The utility model: any OpenAI-compatible chat-completions endpoint. The only module that
+calls the model provider. Timeouts, rate limits, server errors and malformed answers are
+retried with exponential backoff, then reported as ExtractionFailed."""
+
+import logging
+import time
+
+import openai
+from django.conf import settings
+
+from extraction.parsing import MalformedOutput, find_json_object
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE = (
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+    openai.RateLimitError,
+    openai.InternalServerError,
+    MalformedOutput,
+)
+
+
+class ExtractionFailed(Exception):
+    def __init__(self, reason: str, attempts: int):
+        super().__init__(reason)
+        self.reason = reason
+        self.attempts = attempts
+
+
+def is_configured() -> bool:
+    return bool(settings.LLM_BASE_URL and settings.LLM_MODEL)
+
+
+def complete_json(messages: list[dict]) -> tuple[dict, int]:
+    """The JSON object the model answers to `messages`, and how many attempts it took.
+    Raises ExtractionFailed."""
+    client = openai.OpenAI(
+        base_url=settings.LLM_BASE_URL,
+        api_key=settings.LLM_API_KEY or "unused",
+        timeout=settings.LLM_TIMEOUT_SECONDS,
+        max_retries=0,  # retries are ours, so malformed answers are retried the same way
+    )
+    attempts = settings.EXTRACTION_LLM_ATTEMPTS
+    last_error = "no attempt made"
+    for attempt in range(1, attempts + 1):
+        try:
+            response = client.chat.completions.create(
+                model=settings.LLM_MODEL, messages=messages, temperature=0
+            )
+            content = response.choices[0].message.content if response.choices else None
+            return find_json_object(content or ""), attempt
+        except RETRYABLE as exc:
+            last_error = f"{type(exc).__name__}: {exc}"[:300]
+            logger.warning("utility model attempt %d/%d failed: %s", attempt, attempts, last_error)
+        except openai.OpenAIError as exc:
+            # A 400/401/404 will not get better by asking again.
+            raise ExtractionFailed(f"{type(exc).__name__}: {exc}"[:300], attempt) from exc
+        if attempt < attempts:
+            time.sleep(settings.EXTRACTION_LLM_BACKOFF_SECONDS * 2 ** (attempt - 1))
+    raise ExtractionFailed(last_error, attempts)

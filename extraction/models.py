@@ -1,0 +1,77 @@
+"""How far extraction has read each source, and a record of every extraction run."""
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from memories.models import Topic, WorkSession
+
+
+class SourceKind(models.TextChoices):
+    TOPIC = "topic"
+    WORK_SESSION = "work_session"
+
+
+class ExtractionState(models.Model):
+    """One row per source. `last_message_id` is the cursor: the next run reads only messages
+    after it. `claimed_until`/`claim_token` let one worker at a time work on a source."""
+
+    topic = models.OneToOneField(Topic, null=True, blank=True, on_delete=models.CASCADE)
+    work_session = models.OneToOneField(
+        WorkSession, null=True, blank=True, on_delete=models.CASCADE
+    )
+    last_message_id = models.BigIntegerField(default=0)
+    last_extracted_at = models.DateTimeField(null=True, blank=True)
+    claim_token = models.UUIDField(null=True, blank=True)
+    claimed_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                name="extraction_state_one_source",
+                condition=Q(topic__isnull=False, work_session__isnull=True)
+                | Q(topic__isnull=True, work_session__isnull=False),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.topic_id or self.work_session_id} @ {self.last_message_id}"
+
+
+class RunStatus(models.TextChoices):
+    DONE = "done"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+class ExtractionRun(models.Model):
+    """One extraction attempt on one source, with its outcome."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    source_kind = models.CharField(max_length=16, choices=SourceKind.choices)
+    source_id = models.UUIDField()
+    task_id = models.CharField(max_length=64, blank=True, default="")
+    status = models.CharField(max_length=16, choices=RunStatus.choices)
+    reason = models.CharField(max_length=300, blank=True, default="")
+    extractor = models.CharField(max_length=16, blank=True, default="")
+    from_message_id = models.BigIntegerField(null=True, blank=True)
+    to_message_id = models.BigIntegerField(null=True, blank=True)
+    created = models.PositiveIntegerField(default=0)
+    merged = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["source_kind", "source_id", "-started_at"]),
+            models.Index(fields=["started_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source_kind} {self.source_id}: {self.status}"
+
+    def result(self) -> dict:
+        return {"created": self.created, "merged": self.merged, "skipped": self.skipped}

@@ -1,0 +1,94 @@
+"""Reading the utility model's answer: find the JSON in whatever it wrapped it in, and
+validate it against the contract
+{"memories": [{"key", "value", "category", "importance", "confidence", "scope"}]}."""
+
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from django.conf import settings
+
+ALLOWED_SCOPES = ("user", "persona_user", "project", "session")
+_THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+
+
+class MalformedOutput(ValueError):
+    """The model's answer is not JSON of the contract's shape."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    key: str
+    value: str
+    category: str
+    importance: float
+    confidence: float
+    scope: str
+
+
+def find_json_object(text: str) -> dict:
+    """The first JSON object in the text, after reasoning blocks, prose or code fences."""
+    if not isinstance(text, str) or not text.strip():
+        raise MalformedOutput("empty answer")
+    text = _THINKING.sub("", text)
+    decoder = json.JSONDecoder()
+    fallback = None
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            if "memories" in value:
+                return value
+            fallback = fallback or value
+    if fallback is not None:
+        return fallback
+    raise MalformedOutput("no JSON object in the answer")
+
+
+def _unit(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise MalformedOutput(f"{name} is not a number")
+    return min(1.0, max(0.0, float(value)))
+
+
+def _text(item: dict, name: str, limit: int, *, required: bool) -> str:
+    value = item.get(name, "")
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise MalformedOutput(f"{name} is not a string")
+    value = value.strip()
+    if required and not value:
+        raise MalformedOutput(f"{name} is empty")
+    return value[:limit]
+
+
+def parse_candidates(payload: dict) -> list[Candidate]:
+    """Validated candidates. Raises MalformedOutput when the shape is wrong anywhere, so a
+    half-valid answer is retried rather than half-written."""
+    memories = payload.get("memories") if isinstance(payload, dict) else None
+    if not isinstance(memories, list):
+        raise MalformedOutput('"memories" is missing or not a list')
+    candidates = []
+    for item in memories:
+        if not isinstance(item, dict):
+            raise MalformedOutput("a memory is not an object")
+        scope = item.get("scope") or "user"
+        if scope not in ALLOWED_SCOPES:
+            raise MalformedOutput(f"unknown scope {scope!r}")
+        candidates.append(
+            Candidate(
+                key=_text(item, "key", settings.MEMORY_KEY_MAX_LENGTH, required=True),
+                value=_text(item, "value", settings.MEMORY_VALUE_MAX_LENGTH, required=True),
+                category=_text(
+                    item, "category", settings.MEMORY_CATEGORY_MAX_LENGTH, required=False
+                ),
+                importance=_unit(item.get("importance", 0.5), "importance"),
+                confidence=_unit(item.get("confidence", 0.7), "confidence"),
+                scope=scope,
+            )
+        )
+    return candidates
