@@ -32,7 +32,7 @@ class RevisionInline(admin.TabularInline):
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
     list_display = ["key", "value", "scope", "status", "source", "user", "importance", "created_at"]
-    list_filter = ["status", "scope", "source", "category"]
+    list_filter = ["status", "scope", "source", "category", "user", "persona"]
     search_fields = ["key", "value", "user__username"]
     list_select_related = ["user"]
     readonly_fields = [
@@ -61,7 +61,7 @@ class MemoryAdmin(admin.ModelAdmin):
         *readonly_fields[7:],
     ]
     inlines = [RevisionInline]
-    actions = ["approve_selected", "reject_selected"]
+    actions = ["approve_selected", "reject_selected", "archive_selected"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(deleted_at__isnull=True)
@@ -89,6 +89,14 @@ class MemoryAdmin(admin.ModelAdmin):
         ids = list(queryset.filter(status=Status.PENDING_REVIEW).values_list("id", flat=True))
         count = services.memory_bulk_reject(memory_ids=ids, actor=request.user)
         self.message_user(request, f"Rejected {count} memories.", messages.SUCCESS)
+
+    @admin.action(description="Archive selected memories")
+    def archive_selected(self, request, queryset):
+        count = sum(
+            services.memory_archive(memory_id=memory_id, actor=request.user)
+            for memory_id in queryset.values_list("id", flat=True)
+        )
+        self.message_user(request, f"Archived {count} memories.", messages.SUCCESS)
 
 
 admin.site.register(Persona)

@@ -87,3 +87,40 @@ def persona_get(*, persona_id: UUID, field: str = "persona_id") -> Persona:
     if persona is None:
         raise NotFound("No persona with this id.", field=field)
     return persona
+
+
+def similar_memories(memories: list[Memory], *, k: int = 3) -> dict:
+    """For each memory, the user's most similar live active memories (with similarity),
+    by stored vector, in its own scope and the user's general scope."""
+    from memories.recall.vector_store import get_vector_store, partition_key, partition_of
+
+    store = get_vector_store()
+    neighbours: dict = {}
+    for memory in memories:
+        vector = store.vector_of(memory_id=memory.id)
+        if vector is None:
+            neighbours[memory.id] = []
+            continue
+        partitions = {partition_of(memory)}
+        if memory.user_id:
+            partitions.add(partition_key(scope=Scope.USER, user_id=memory.user_id))
+        hits = store.nearest(
+            vector=vector, partitions=sorted(partitions), k=k + 1, status=Status.ACTIVE
+        )
+        neighbours[memory.id] = [h for h in hits if h.memory_id != memory.id][:k]
+    wanted = {hit.memory_id for hits in neighbours.values() for hit in hits}
+    found = Memory.objects.filter(id__in=wanted, deleted_at__isnull=True).in_bulk()
+    return {
+        memory_id: [(found[h.memory_id], h.similarity) for h in hits if h.memory_id in found]
+        for memory_id, hits in neighbours.items()
+    }
+
+
+def memory_status_counts() -> dict[str, int]:
+    """Live memories of all users by status (the review dashboard)."""
+    counts = Memory.objects.filter(deleted_at__isnull=True).aggregate(
+        active=Count("id", filter=Q(status=Status.ACTIVE)),
+        pending=Count("id", filter=Q(status=Status.PENDING_REVIEW)),
+        archived=Count("id", filter=Q(status=Status.ARCHIVED)),
+    )
+    return counts

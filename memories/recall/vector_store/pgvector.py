@@ -73,3 +73,8 @@ class PgVectorStore:
                 [Vector(list(vector)).to_text(), ids, d],
             )
             return [Neighbour(UUID(str(row[0])), float(row[1])) for row in cursor.fetchall()]
+
+    def vector_of(self, *, memory_id: UUID) -> list[float] | None:
+        row = MemoryEmbedding.objects.filter(memory_id=memory_id).values_list("vector", flat=True)
+        vector = row.first()
+        return None if vector is None else [float(x) for x in vector]

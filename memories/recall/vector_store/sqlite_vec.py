@@ -1,5 +1,6 @@
 """sqlite-vec implementation: a vec0 virtual table partitioned by owner and scope carrier."""
 
+import json
 from collections.abc import Iterable, Sequence
 from uuid import UUID
 
@@ -110,3 +111,11 @@ class SqliteVecStore:
                 [sqlite_vec.serialize_float32(list(vector)), *ids],
             )
             return [Neighbour(UUID(hex=row[0]), float(row[1])) for row in cursor.fetchall()]
+
+    def vector_of(self, *, memory_id: UUID) -> list[float] | None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT vec_to_json(embedding) FROM {TABLE} WHERE memory_id = %s", [memory_id.hex]
+            )
+            row = cursor.fetchone()
+        return json.loads(row[0]) if row else None
