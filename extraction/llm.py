@@ -4,6 +4,8 @@ retried with exponential backoff, then reported as ExtractionFailed."""
 
 import logging
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import openai
 from django.conf import settings
@@ -11,6 +13,7 @@ from django.conf import settings
 from extraction.parsing import MalformedOutput, find_json_object
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RETRYABLE = (
     openai.APITimeoutError,
@@ -32,8 +35,13 @@ def is_configured() -> bool:
     return bool(settings.LLM_BASE_URL and settings.LLM_MODEL)
 
 
-def complete_json(messages: list[dict]) -> tuple[dict, int]:
-    """The JSON object the model answers to `messages`, and how many attempts it took.
+def _as_is(payload: dict) -> dict:
+    return payload
+
+
+def complete_json(messages: list[dict], parse: Callable[[dict], T] = _as_is) -> tuple[T, int]:
+    """`parse` applied to the JSON object the model answers to `messages`, and how many
+    attempts it took. `parse` raising MalformedOutput counts as a malformed answer (retried).
     Raises ExtractionFailed."""
     client = openai.OpenAI(
         base_url=settings.LLM_BASE_URL,
@@ -49,7 +57,7 @@ def complete_json(messages: list[dict]) -> tuple[dict, int]:
                 model=settings.LLM_MODEL, messages=messages, temperature=0
             )
             content = response.choices[0].message.content if response.choices else None
-            return find_json_object(content or ""), attempt
+            return parse(find_json_object(content or "")), attempt
         except RETRYABLE as exc:
             last_error = f"{type(exc).__name__}: {exc}"[:300]
             logger.warning("utility model attempt %d/%d failed: %s", attempt, attempts, last_error)

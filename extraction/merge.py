@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memories.models import Memory
+from memories.recall.keyword import STOP_WORDS
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,26 @@ class MergeDecision:
 
 def normalise(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def content_words(text: str) -> list[str]:
+    return [word for word in normalise(text).split() if word not in STOP_WORDS]
+
+
+def _is_subsequence(short: list[str], long: list[str]) -> bool:
+    remaining = iter(long)
+    return all(word in remaining for word in short)
+
+
+def restates(a: str, b: str) -> bool:
+    """One text says the other's content words in the same order ("Prefers dark mode" and
+    "The user prefers dark mode"), unlike a reordering that changes the meaning
+    ("prefers tea over coffee" and "prefers coffee over tea"), which embeddings cannot tell
+    apart."""
+    words_a, words_b = content_words(a), content_words(b)
+    if len(words_a) > len(words_b):
+        words_a, words_b = words_b, words_a
+    return _is_subsequence(words_a, words_b)
 
 
 def classify(
@@ -33,13 +54,20 @@ def classify(
     for memory in existing:
         if normalise(memory.value) == value_norm:
             return MergeDecision("duplicate", memory)
-    near = [m for m in existing if similarity.get(m.id, 0.0) >= duplicate_similarity]
-    if near:
-        return MergeDecision("duplicate", max(near, key=lambda m: similarity[m.id]))
+
+    def near(memory: Memory) -> bool:
+        return similarity.get(memory.id, 0.0) >= duplicate_similarity
+
     same_key = [m for m in existing if normalise(m.key) == key_norm]
+    for memory in same_key:
+        if near(memory) and restates(memory.value, value):
+            return MergeDecision("duplicate", memory)
     if same_key:
-        # Same label, different fact: propose the new one as a replacement. Prefer replacing
-        # the active memory; approving the replacement archives it (never deletes).
+        # Same label, another fact: propose the new one as a replacement. Prefer replacing
+        # the newest active memory; approving the replacement archives it (never deletes).
         same_key.sort(key=lambda m: (m.status != "active", -m.created_at.timestamp()))
         return MergeDecision("conflict", same_key[0])
+    others = [m for m in existing if near(m)]
+    if others:
+        return MergeDecision("duplicate", max(others, key=lambda m: similarity[m.id]))
     return MergeDecision("new")

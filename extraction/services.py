@@ -187,8 +187,9 @@ def _extract(source: ExtractionSource, *, automatic: bool, task_id: str) -> Extr
     extractor = "llm" if llm.is_configured() else "rules"
     try:
         if extractor == "llm":
-            payload, attempts = llm.complete_json(build_messages((r, c) for _, r, c in messages))
-            candidates = parse_candidates(payload)
+            candidates, attempts = llm.complete_json(
+                build_messages((r, c) for _, r, c in messages), parse=parse_candidates
+            )
         else:
             attempts = 0
             candidates = extract_by_rules([c for _, r, c in messages if r == MessageRole.USER])
@@ -269,17 +270,10 @@ def _embed(candidates: list[Candidate]) -> list[list[float] | None]:
     return embedder.embed(texts)
 
 
-def _comparable(carriers: dict, candidate: Candidate, vector) -> tuple[list[Memory], dict]:
-    """The user's memories worth comparing with a candidate, and their similarity to it."""
-    in_scope = Memory.objects.filter(
-        scope=carriers["scope"],
-        user=carriers.get("user"),
-        project=carriers.get("project"),
-        topic=carriers.get("topic"),
-        persona=carriers.get("persona"),
-        deleted_at__isnull=True,
-        status__in=[Status.ACTIVE, Status.PENDING_REVIEW],
-    )
+def _comparable(carriers: dict, candidate: Candidate, vector, same_text: dict) -> tuple:
+    """The user's memories worth comparing with a candidate, and their similarity to it:
+    those with the same normalised text or key (from `same_text`, the scope's memories by
+    normalised value and key) and the nearest by vector."""
     similarity = {}
     if vector is not None:
         partition = partition_key(
@@ -293,19 +287,36 @@ def _comparable(carriers: dict, candidate: Candidate, vector) -> tuple[list[Memo
         for status in (Status.ACTIVE, Status.PENDING_REVIEW):
             for hit in store.nearest(vector=vector, partitions=[partition], k=5, status=status):
                 similarity[hit.memory_id] = hit.similarity
-    existing = list(
-        in_scope.filter(
-            Q(id__in=list(similarity))
-            | Q(key__iexact=candidate.key)
-            | Q(value__iexact=candidate.value)
-        )
-    )
-    return existing, similarity
+    ids = set(similarity)
+    ids |= same_text.get(("value", normalise(candidate.value)), set())
+    ids |= same_text.get(("key", normalise(candidate.key)), set())
+    return list(Memory.objects.filter(id__in=ids)), similarity
+
+
+def _scope_texts(carriers: dict) -> dict:
+    """The scope's live active and pending memories by normalised value and by normalised
+    key. One query per scope and run: normalising happens in Python, so it is the same
+    function on both databases."""
+    rows = Memory.objects.filter(
+        scope=carriers["scope"],
+        user=carriers.get("user"),
+        project=carriers.get("project"),
+        topic=carriers.get("topic"),
+        persona=carriers.get("persona"),
+        deleted_at__isnull=True,
+        status__in=[Status.ACTIVE, Status.PENDING_REVIEW],
+    ).values_list("id", "key", "value")
+    index: dict = {}
+    for memory_id, key, value in rows:
+        index.setdefault(("value", normalise(value)), set()).add(memory_id)
+        index.setdefault(("key", normalise(key)), set()).add(memory_id)
+    return index
 
 
 def _save_candidates(source, candidates, vectors) -> dict:
     created = merged = skipped = 0
     seen: set[tuple[str, str]] = set()
+    texts_by_scope: dict = {}
     for candidate, vector in zip(candidates, vectors, strict=True):
         carriers = source.carriers(candidate.scope)
         fingerprint = (carriers["scope"], normalise(candidate.value))
@@ -313,7 +324,10 @@ def _save_candidates(source, candidates, vectors) -> dict:
             skipped += 1
             continue
         seen.add(fingerprint)
-        existing, similarity = _comparable(carriers, candidate, vector)
+        scope_key = tuple(sorted((name, getattr(v, "id", v)) for name, v in carriers.items()))
+        if scope_key not in texts_by_scope:
+            texts_by_scope[scope_key] = _scope_texts(carriers)
+        existing, similarity = _comparable(carriers, candidate, vector, texts_by_scope[scope_key])
         decision = classify(
             key=candidate.key,
             value=candidate.value,
@@ -388,14 +402,17 @@ def scan_extractions(*, limit: int = 500) -> dict:
     queued = {"topics": 0, "work_sessions": 0}
     if not extraction_enabled():
         return queued
+    # Only user messages make a source due; newest activity first, so a limited scan is not
+    # crowded out by sources that never become due.
     with_news = {
-        "newest": Max("messages__id"),
+        "newest": Max("messages__id", filter=Q(messages__role=MessageRole.USER)),
         "cursor": Coalesce(Max("extractionstate__last_message_id"), 0),
     }
     topics = (
         Topic.objects.annotate(**with_news)
         .filter(newest__gt=F("cursor"))
         .exclude(persona__memory_enabled=False)
+        .order_by("-newest")
         .select_related("persona", "project", "user")[:limit]
     )
     for topic in topics:
@@ -404,6 +421,7 @@ def scan_extractions(*, limit: int = 500) -> dict:
         WorkSession.objects.filter(project__isnull=False)
         .annotate(**with_news)
         .filter(newest__gt=F("cursor"))
+        .order_by("-newest")
         .select_related("project", "user")[:limit]
     )
     for session in sessions:

@@ -1,0 +1,300 @@
+"""Extraction through the real Redis broker and a real Celery worker (a subprocess of this
+test, on a queue of its own). The tests commit their rows (transaction=True) so the worker,
+another process, sees them in the test database.
+
+Nothing here is skipped: without Redis on 127.0.0.1:6379 these tests fail."""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import pytest
+import redis
+from celery import Celery
+from celery import _state as celery_state
+from django.conf import settings
+from django.db import connection
+
+from extraction.models import ExtractionRun, RunStatus
+from extraction.services import scan_extractions
+from extraction.tasks import extract_topic_task
+from memories.models import Memory, Source, Status
+from tests.conftest import client_for, make_user
+from tests.extraction.helpers import answer, memory, new_topic, post, runs_of
+from tests.fake_openai import FakeOpenAI
+
+BROKER_URL = "redis://127.0.0.1:6379/15"  # a database of its own, away from anything else
+BASE_DIR = Path(settings.BASE_DIR)
+STARTUP_SECONDS = 60
+TASK_SECONDS = 60
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def worker_database_url() -> str:
+    """The test database (not the configured one) as a DATABASE_URL for the worker."""
+    db = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{db['NAME']}"  # NAME is absolute: sqlite:////path/to/file
+    assert connection.vendor == "postgresql", connection.vendor
+    netloc = f"{quote(db['USER'] or '', safe='')}:{quote(db['PASSWORD'] or '', safe='')}@"
+    netloc += db["HOST"] or ""
+    if db["PORT"]:
+        netloc += f":{db['PORT']}"
+    socket_dir = (db.get("OPTIONS") or {}).get("host")
+    query = f"?{urlencode({'host': socket_dir})}" if socket_dir else ""
+    return f"postgresql://{netloc}/{quote(db['NAME'])}{query}"
+
+
+class Worker:
+    """`celery worker` as a subprocess, its log in a file."""
+
+    def __init__(self, *, queue: str, log_path: Path, llm_base_url: str):
+        self.queue = queue
+        self.hostname = f"{queue}@localhost"
+        self.log_path = log_path
+        self.llm_base_url = llm_base_url
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith(("CELERY_", "DATABASE_", "LLM_", "EXTRACTION_", "EMBEDD"))
+        }
+        env.update(
+            DJANGO_SETTINGS_MODULE="config.settings",
+            SECRET_KEY="x",
+            PYTHONPATH=str(BASE_DIR),
+            CELERY_BROKER_URL=BROKER_URL,
+            DATABASE_URL=worker_database_url(),
+            LLM_BASE_URL=self.llm_base_url,
+            LLM_MODEL="fake-model",
+            LLM_API_KEY="k",
+            LLM_TIMEOUT_SECONDS="10",
+            EXTRACTION_LLM_BACKOFF_SECONDS="0.01",
+            EXTRACTION_USER_MESSAGES="6",
+            EMBEDDER="local",
+            LOG_LEVEL="INFO",
+            PYTHONUNBUFFERED="1",
+        )
+        command = [
+            str(Path(sys.executable).parent / "celery"),
+            "-A",
+            "config",
+            "worker",
+            "--pool=threads",
+            "--concurrency=2",
+            "-Q",
+            self.queue,
+            "-n",
+            self.hostname,
+            "--without-heartbeat",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel=INFO",
+        ]
+        with open(self.log_path, "wb") as log:
+            self.process = subprocess.Popen(
+                command, cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+
+    def log(self, since: int = 0) -> str:
+        with open(self.log_path, "rb") as log:
+            log.seek(since)
+            return log.read().decode(errors="replace")
+
+    def log_size(self) -> int:
+        return self.log_path.stat().st_size
+
+    def assert_alive(self) -> None:
+        assert self.process is not None and self.process.poll() is None, (
+            f"the Celery worker exited with {self.process.returncode}:\n{self.log()}"
+        )
+
+    def wait_ready(self, app: Celery) -> None:
+        """Until the worker answers a ping through the broker (so it consumes our queue)."""
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while time.monotonic() < deadline:
+            self.assert_alive()
+            if app.control.ping(destination=[self.hostname], timeout=0.5):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"the Celery worker was not ready in time:\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()  # warm shutdown: finishes the task at hand
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def module_fake_openai():
+    """One fake provider for the worker's whole life; each test empties it (see `provider`)."""
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def queue_name() -> str:
+    return f"extraction-test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="module")
+def broker_app(queue_name):
+    """A Celery app that sends to Redis and our queue, made current while this module runs,
+    so the tasks our services queue go to the broker instead of running in-process."""
+    redis.Redis.from_url(BROKER_URL).ping()  # fails loudly (not a skip) when Redis is down
+    app = Celery("extraction-tests", set_as_current=False)
+    app.conf.update(
+        broker_url=BROKER_URL,
+        task_default_queue=queue_name,
+        task_always_eager=False,
+        task_ignore_result=True,
+    )
+    previous = celery_state.get_current_app()
+    app.set_current()
+    yield app
+    previous.set_current()
+    app.close()
+    client = redis.Redis.from_url(BROKER_URL)
+    for key in client.scan_iter(match=f"*{queue_name}*"):  # the queue and its bindings
+        client.delete(key)
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def worker_process(django_db_setup, tmp_path_factory, broker_app, queue_name, module_fake_openai):
+    log_path = tmp_path_factory.mktemp("celery") / "worker.log"
+    worker = Worker(queue=queue_name, log_path=log_path, llm_base_url=module_fake_openai.base_url)
+    try:
+        worker.start()
+        worker.wait_ready(broker_app)
+        yield worker
+    finally:
+        worker.stop()
+
+
+@pytest.fixture
+def worker(worker_process):
+    """The running worker; its log of this test is printed, so a failure shows it."""
+    start = worker_process.log_size()
+    worker_process.assert_alive()
+    yield worker_process
+    print(f"--- Celery worker log ---\n{worker_process.log(start)}")
+
+
+@pytest.fixture
+def provider(module_fake_openai):
+    module_fake_openai.requests.clear()
+    module_fake_openai.chat_answers.clear()
+    return module_fake_openai
+
+
+@pytest.fixture
+def hooks_off(settings):
+    """Messages are set-up here: posting them must not queue anything on its own."""
+    settings.MESSAGE_POSTED_HOOKS = []
+
+
+def wait_for(condition, *, worker: Worker, what: str, timeout: float = TASK_SECONDS):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        worker.assert_alive()
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def busy_topic(user, count: int = 6) -> str:
+    api = client_for(user)
+    topic_id = new_topic(api)
+    for n in range(count):
+        post(api, topic_id, f"I live in Lisbon and keep bees, message {n}.")
+        post(api, topic_id, f"Noted, {n}.", role="assistant")
+    return topic_id
+
+
+TWO_FACTS = answer(memory("city", "Lives in Lisbon"), memory("hobby", "Keeps bees"))
+
+
+def test_a_scan_queues_extraction_and_the_worker_completes_it(worker, provider, hooks_off):
+    owner = make_user("owner")
+    topic_id = busy_topic(owner)
+    quiet_topic = busy_topic(owner, count=1)
+    provider.chat_answers.append(TWO_FACTS)
+
+    queued = scan_extractions()
+
+    assert queued == {"topics": 1, "work_sessions": 0}
+    runs = wait_for(
+        lambda: [r for r in runs_of(topic_id) if r.status != RunStatus.SKIPPED],
+        worker=worker,
+        what="the worker's extraction run",
+    )
+    assert [run.status for run in runs] == [RunStatus.DONE], [(r.status, r.reason) for r in runs]
+    assert f"extract_topic_task[{runs[0].task_id}] received" in worker.log()
+    saved = {m.value: m for m in Memory.objects.filter(user=owner)}
+    assert set(saved) == {"Lives in Lisbon", "Keeps bees"}
+    assert {m.status for m in saved.values()} == {Status.PENDING_REVIEW}
+    assert {m.source for m in saved.values()} == {Source.CONVERSATION}
+    assert len(provider.chat_requests()) == 1
+    assert runs_of(quiet_topic) == []
+
+
+def test_the_same_task_delivered_twice_at_once_writes_each_memory_once(worker, provider, hooks_off):
+    owner = make_user("owner")
+    topic_id = busy_topic(owner)
+    provider.chat_answers.extend([TWO_FACTS, TWO_FACTS])
+    task_id = str(uuid.uuid4())
+
+    extract_topic_task.apply_async(args=[topic_id, False], task_id=task_id)
+    extract_topic_task.apply_async(args=[topic_id, False], task_id=task_id)
+
+    wait_for(lambda: len(runs_of(topic_id)) >= 2, worker=worker, what="both deliveries")
+    time.sleep(1)  # a third run would be a bug too: give it the chance to show up
+    runs = runs_of(topic_id)
+    assert sorted(r.status for r in runs) == [RunStatus.DONE, RunStatus.SKIPPED], [
+        (r.status, r.reason) for r in runs
+    ]
+    assert {r.task_id for r in runs} == {task_id}
+    assert worker.log().count(f"extract_topic_task[{task_id}] received") == 2
+    values = sorted(Memory.objects.filter(user=owner).values_list("value", flat=True))
+    assert values == ["Keeps bees", "Lives in Lisbon"]
+    assert ExtractionRun.objects.get(status=RunStatus.DONE).created == 2
+
+
+def test_posting_the_threshold_message_queues_extraction_for_the_worker(worker, provider, settings):
+    settings.EXTRACTION_USER_MESSAGES = 6
+    owner = make_user("owner")
+    api = client_for(owner)
+    topic_id = new_topic(api)
+    provider.chat_answers.append(TWO_FACTS)
+    for n in range(5):
+        post(api, topic_id, f"I live in Lisbon and keep bees, message {n}.")
+    time.sleep(0.5)
+    assert runs_of(topic_id) == []
+
+    post(api, topic_id, "That is all for today.")
+
+    wait_for(
+        lambda: Memory.objects.filter(user=owner).count() == 2,
+        worker=worker,
+        what="the memories of the automatic extraction",
+    )
+    [run] = runs_of(topic_id)
+    assert run.status == RunStatus.DONE
+    assert f"extract_topic_task[{run.task_id}] received" in worker.log()
+    assert set(Memory.objects.values_list("source", flat=True)) == {Source.CONVERSATION}
