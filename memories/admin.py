@@ -82,13 +82,17 @@ class MemoryAdmin(admin.ModelAdmin):
     def approve_selected(self, request, queryset):
         ids = list(queryset.filter(status=Status.PENDING_REVIEW).values_list("id", flat=True))
         count = services.memory_bulk_approve(memory_ids=ids, actor=request.user)
-        self.message_user(request, f"Approved {count} memories.", messages.SUCCESS)
+        self.message_user(
+            request, f"Approved {count} {'memory' if count == 1 else 'memories'}.", messages.SUCCESS
+        )
 
     @admin.action(description="Reject selected pending memories")
     def reject_selected(self, request, queryset):
         ids = list(queryset.filter(status=Status.PENDING_REVIEW).values_list("id", flat=True))
         count = services.memory_bulk_reject(memory_ids=ids, actor=request.user)
-        self.message_user(request, f"Rejected {count} memories.", messages.SUCCESS)
+        self.message_user(
+            request, f"Rejected {count} {'memory' if count == 1 else 'memories'}.", messages.SUCCESS
+        )
 
     @admin.action(description="Archive selected memories")
     def archive_selected(self, request, queryset):
@@ -96,7 +100,9 @@ class MemoryAdmin(admin.ModelAdmin):
             services.memory_archive(memory_id=memory_id, actor=request.user)
             for memory_id in queryset.values_list("id", flat=True)
         )
-        self.message_user(request, f"Archived {count} memories.", messages.SUCCESS)
+        self.message_user(
+            request, f"Archived {count} {'memory' if count == 1 else 'memories'}.", messages.SUCCESS
+        )
 
 
 admin.site.register(Persona)

@@ -89,15 +89,17 @@ def persona_get(*, persona_id: UUID, field: str = "persona_id") -> Persona:
     return persona
 
 
-def similar_memories(memories: list[Memory], *, k: int = 3) -> dict:
-    """For each memory, the user's most similar live active memories (with similarity),
-    by stored vector, in its own scope and the user's general scope."""
+def similar_memories(memories: list[Memory], *, k: int = 3, min_similarity: float = 0.3) -> dict:
+    """For each memory, the user's most similar live active memories (with similarity, at
+    least min_similarity), by stored vector, in its own scope and the user's general scope.
+    The memory a candidate proposes to replace is shown beside it already, so it is left out."""
     from memories.recall.vector_store import get_vector_store, partition_key, partition_of
 
     store = get_vector_store()
     neighbours: dict = {}
+    vectors = store.vectors_of(memory_ids=[memory.id for memory in memories])
     for memory in memories:
-        vector = store.vector_of(memory_id=memory.id)
+        vector = vectors.get(memory.id)
         if vector is None:
             neighbours[memory.id] = []
             continue
@@ -107,7 +109,10 @@ def similar_memories(memories: list[Memory], *, k: int = 3) -> dict:
         hits = store.nearest(
             vector=vector, partitions=sorted(partitions), k=k + 1, status=Status.ACTIVE
         )
-        neighbours[memory.id] = [h for h in hits if h.memory_id != memory.id][:k]
+        shown = {memory.id, memory.supersedes_id}
+        neighbours[memory.id] = [
+            h for h in hits if h.memory_id not in shown and h.similarity >= min_similarity
+        ][:k]
     wanted = {hit.memory_id for hits in neighbours.values() for hit in hits}
     found = Memory.objects.filter(id__in=wanted, deleted_at__isnull=True).in_bulk()
     return {

@@ -176,9 +176,13 @@ def memory_create_manual(
     )
 
 
-def memory_update(*, memory: Memory, actor: User | None, changes: dict) -> Memory:
+def memory_update(
+    *, memory: Memory, actor: User | None, changes: dict, approve: bool = False
+) -> Memory:
     """Edit key, value, category, importance or confidence; re-embeds when the text changes.
-    Raises InvalidInput, EmbedderUnavailable, Conflict (deleted meanwhile)."""
+    With approve=True the edit and the approval of a pending memory happen in one
+    transaction (review: edit before approving). Raises InvalidInput, EmbedderUnavailable,
+    Conflict (deleted meanwhile, or no longer pending when approving)."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise InvalidInput("This field cannot be edited.", field=sorted(unknown)[0])
@@ -191,16 +195,26 @@ def memory_update(*, memory: Memory, actor: User | None, changes: dict) -> Memor
     vector = embed_one(new_text) if new_text != memory.embedding_text else None
     with transaction.atomic():
         locked = _lock_live(memory.id)
+        if approve and locked.status != Status.PENDING_REVIEW:
+            raise Conflict(
+                f"Only pending_review memories can be approved; this one is {locked.status}."
+            )
         before = _snapshot(locked)
         changed = [name for name, value in changes.items() if getattr(locked, name) != value]
-        if not changed:
-            return locked
-        for name in changed:
-            setattr(locked, name, changes[name])
-        locked.save(update_fields=[*changed, "updated_at"])
-        _record(locked, action=RevisionAction.EDIT, actor=actor, before=before)
-        if {"key", "value"} & set(changed):
-            index_memory(locked, vector=vector)
+        if changed:
+            for name in changed:
+                setattr(locked, name, changes[name])
+            locked.save(update_fields=[*changed, "updated_at"])
+            _record(locked, action=RevisionAction.EDIT, actor=actor, before=before)
+            if {"key", "value"} & set(changed):
+                index_memory(locked, vector=vector)
+        if approve:
+            locked = _transition(
+                memory_id=locked.id,
+                actor=actor,
+                to_status=Status.ACTIVE,
+                action=RevisionAction.APPROVE,
+            )
     return locked
 
 

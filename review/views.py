@@ -24,6 +24,10 @@ from review.forms import BulkActionForm, MemoryEditForm, QueueFilterForm
 PAGE_SIZE = 25
 
 
+def pluralize_memories(count: int) -> str:
+    return "memory" if count == 1 else "memories"
+
+
 def staff_required(view):
     """Anonymous visitors go to the login page; signed-in non-staff are refused (403)."""
 
@@ -66,11 +70,11 @@ def queue(request):
     pending = selectors.pending_memories().select_related(
         "user", "persona", "project", "topic", "supersedes"
     )
-    if filters.is_valid():
-        data = filters.cleaned_data
+    if request.GET:
+        filters.is_valid()  # invalid fields drop out of cleaned_data; the rest still apply
         for name in ("user", "persona", "scope", "source", "category"):
-            if data.get(name):
-                pending = pending.filter(**{name: data[name]})
+            if filters.cleaned_data.get(name):
+                pending = pending.filter(**{name: filters.cleaned_data[name]})
     page = Paginator(pending, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = list(page.object_list)
     similar = selectors.similar_memories(rows)
@@ -112,10 +116,13 @@ def bulk(request):
     else:
         changed = services.memory_bulk_reject(memory_ids=ids, actor=request.user)
         verb = "Rejected"
-    noun = "memory" if changed == 1 else "memories"
-    text = f"{verb} {changed} {noun}."
+    text = f"{verb} {changed} {pluralize_memories(changed)}."
     if changed < len(ids):
-        text += f" {len(ids) - changed} were no longer pending and were left as they are."
+        left = len(ids) - changed
+        text += (
+            f" {left} {'was' if left == 1 else 'were'} no longer pending and "
+            f"{'was' if left == 1 else 'were'} left as {'it is' if left == 1 else 'they are'}."
+        )
     messages.success(request, text)
     return _back(request)
 
@@ -129,13 +136,13 @@ def edit(request, memory_id):
     if request.method == "POST":
         form = MemoryEditForm(request.POST)
         if form.is_valid() and memory.status == Status.PENDING_REVIEW:
+            approve = bool(request.POST.get("approve"))
             try:
-                services.memory_update(memory=memory, actor=request.user, changes=form.cleaned_data)
-                if request.POST.get("approve"):
-                    services.memory_approve(memory=memory, actor=request.user)
-                    messages.success(request, f"Saved and approved “{form.cleaned_data['key']}”.")
-                else:
-                    messages.success(request, f"Saved “{form.cleaned_data['key']}”.")
+                services.memory_update(
+                    memory=memory, actor=request.user, changes=form.cleaned_data, approve=approve
+                )
+                done = "Saved and approved" if approve else "Saved"
+                messages.success(request, f"{done} “{form.cleaned_data['key']}”.")
                 return _back(request)
             except ServiceError as exc:
                 messages.error(request, exc.detail)

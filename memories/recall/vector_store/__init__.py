@@ -70,8 +70,8 @@ class VectorStore(Protocol):
     def distances(self, *, vector: Sequence[float], memory_ids: Iterable[UUID]) -> list[Neighbour]:
         """The distance from `vector` to each of these memories that has a vector."""
 
-    def vector_of(self, *, memory_id: UUID) -> list[float] | None:
-        """The stored vector of a memory, if it has one."""
+    def vectors_of(self, *, memory_ids: Iterable[UUID]) -> dict[UUID, list[float]]:
+        """The stored vectors of these memories (those that have one), in one query."""
 
 
 def get_vector_store() -> VectorStore:

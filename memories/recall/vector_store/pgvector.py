@@ -74,7 +74,8 @@ class PgVectorStore:
             )
             return [Neighbour(UUID(str(row[0])), float(row[1])) for row in cursor.fetchall()]
 
-    def vector_of(self, *, memory_id: UUID) -> list[float] | None:
-        row = MemoryEmbedding.objects.filter(memory_id=memory_id).values_list("vector", flat=True)
-        vector = row.first()
-        return None if vector is None else [float(x) for x in vector]
+    def vectors_of(self, *, memory_ids) -> dict:
+        rows = MemoryEmbedding.objects.filter(
+            memory_id__in=list(memory_ids), vector__isnull=False
+        ).values_list("memory_id", "vector")
+        return {memory_id: [float(x) for x in vector] for memory_id, vector in rows}

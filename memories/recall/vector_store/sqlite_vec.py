@@ -112,10 +112,15 @@ class SqliteVecStore:
             )
             return [Neighbour(UUID(hex=row[0]), float(row[1])) for row in cursor.fetchall()]
 
-    def vector_of(self, *, memory_id: UUID) -> list[float] | None:
+    def vectors_of(self, *, memory_ids) -> dict:
+        ids = [i.hex for i in memory_ids]
+        if not ids:
+            return {}
+        placeholders = ", ".join(["%s"] * len(ids))
         with connection.cursor() as cursor:
             cursor.execute(
-                f"SELECT vec_to_json(embedding) FROM {TABLE} WHERE memory_id = %s", [memory_id.hex]
+                f"SELECT memory_id, vec_to_json(embedding) FROM {TABLE} "
+                f"WHERE memory_id IN ({placeholders})",
+                ids,
             )
-            row = cursor.fetchone()
-        return json.loads(row[0]) if row else None
+            return {UUID(hex=row[0]): json.loads(row[1]) for row in cursor.fetchall()}

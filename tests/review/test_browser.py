@@ -1,0 +1,237 @@
+"""The review pages in a real headless Chromium (Playwright, sync API) against the live server:
+log in through the admin, select, approve, edit, keyboard shortcuts; screenshots of the queue
+and the dashboard at laptop and phone width go to tests/artifacts/."""
+
+import re
+from uuid import uuid4
+
+import pytest
+from django.utils import timezone
+
+from extraction.models import ExtractionRun, RunStatus, SourceKind
+from memories import services
+from memories.models import (
+    Memory,
+    MemoryRevision,
+    Persona,
+    RevisionAction,
+    Scope,
+    Source,
+    Status,
+    User,
+)
+from tests.memories.helpers import bulk_memories, make_memory, make_pending
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LAPTOP = (1280, 800)
+PHONE = (390, 844)
+SIZES = pytest.mark.parametrize(
+    "browser_page", [LAPTOP, PHONE], ids=["laptop-1280x800", "phone-390x844"], indirect=True
+)
+
+
+def log_in(page, live_server, next_path: str = "/review/queue"):
+    """Sign in through the admin login form as a staff superuser, landing on next_path."""
+    if not User.objects.filter(username="root").exists():
+        User.objects.create_superuser("root", "root@example.com", "pw-root")
+    page.goto(f"{live_server.url}/admin/login/?next={next_path}")
+    page.fill("#id_username", "root")
+    page.fill("#id_password", "pw-root")
+    page.click("input[type=submit]")
+    page.wait_for_url(re.compile(re.escape(next_path) + "$"))
+
+
+def pending_count(page) -> int:
+    return int(page.locator("#pending-count").inner_text())
+
+
+def fits_the_width(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def realistic_queue(owner, other) -> dict:
+    """Several candidates as extraction leaves them: plain ones with similar memories of their
+    user, a replacement proposal, a project one and a persona one."""
+    project = services.project_create(owner=owner, name="Checkout service")
+    tutor = Persona.objects.create(name="Tutor")
+    make_memory(owner, key="pet", value="Has a dog called Rex", category="family")
+    make_memory(owner, key="sport", value="Plays tennis on Sundays", category="hobbies")
+    make_memory(owner, key="food", value="Vegetarian, likes Thai curries", category="food")
+    make_memory(other, key="language", value="Speaks Greek and English", category="languages")
+    old_city = make_memory(owner, key="city", value="Lives in Porto", category="places")
+    return {
+        "dog": make_pending(
+            owner, key="pet", value="Walks Rex the dog every morning", category="family"
+        ),
+        "tennis": make_pending(
+            owner, key="sport", value="Joined a tennis club in 2024", category="hobbies"
+        ),
+        "city": make_pending(
+            owner,
+            key="city",
+            value="Moved to Lisbon in March; works remotely from there",
+            category="places",
+            supersedes=old_city,
+        ),
+        "project": make_pending(
+            owner,
+            key="payments",
+            value="The checkout service talks to Stripe through a queue",
+            scope=Scope.PROJECT,
+            project=project,
+            category="architecture",
+        ),
+        "greek": make_pending(
+            other,
+            key="language",
+            value="Is learning Greek with a tutor twice a week",
+            scope=Scope.PERSONA_USER,
+            persona=tutor,
+            category="languages",
+        ),
+    }
+
+
+def test_staff_select_a_page_and_approve_it_in_the_browser(browser_page, live_server, owner):
+    oldest = [make_pending(owner, key=f"fact {i}", value=f"Likes colour {i}") for i in range(2)]
+    bulk_memories(owner, 25, status=Status.PENDING_REVIEW, source=Source.CONVERSATION)
+    page = browser_page
+    log_in(page, live_server)
+    on_page = page.locator("li.candidate").evaluate_all("els => els.map(e => e.dataset.id)")
+    assert pending_count(page) == 27 and len(on_page) == 25
+
+    page.get_by_text("Select all on this page").click()
+    assert page.locator("#selected-count").inner_text() == "25 selected"
+    assert page.locator("li.candidate.selected").count() == 25
+    page.get_by_role("button", name="Approve selected").click()
+    page.wait_for_selector("ul.messages")
+
+    assert pending_count(page) == 2
+    assert page.locator("ul.messages li.success").inner_text() == "Approved 25 memories."
+    assert page.locator("li.candidate").count() == 2
+    approved = set(Memory.objects.filter(status=Status.ACTIVE).values_list("id", flat=True))
+    assert {str(i) for i in approved} == set(on_page)
+    still_pending = Memory.objects.filter(status=Status.PENDING_REVIEW).values_list("id", flat=True)
+    assert set(still_pending) == {m.id for m in oldest}
+
+
+def test_staff_edit_a_candidate_before_approving_it_in_the_browser(
+    browser_page, live_server, owner
+):
+    city = make_pending(owner, key="city", value="Lives in Lisbon", category="places")
+    other = make_pending(owner, key="pet", value="Has a cat")
+    page = browser_page
+    log_in(page, live_server)
+    assert pending_count(page) == 2
+
+    page.locator(f'li.candidate[data-id="{city.id}"]').get_by_role(
+        "link", name="Edit before approving"
+    ).click()
+    page.wait_for_url(re.compile(rf"/review/memories/{city.id}/edit"))
+    assert page.locator("#id_value").input_value() == "Lives in Lisbon"
+    page.fill("#id_value", "Lives in Lisbon, near the Tagus")
+    page.get_by_role("button", name="Save and approve").click()
+    page.wait_for_url(re.compile(r"/review/queue$"))
+
+    assert pending_count(page) == 1
+    assert "approved" in page.locator("ul.messages li.success").inner_text()
+    stored = Memory.objects.get(id=city.id)
+    assert (stored.value, stored.status) == ("Lives in Lisbon, near the Tagus", Status.ACTIVE)
+    actions = MemoryRevision.objects.filter(memory=city).order_by("id").values_list("action")
+    assert [a for (a,) in actions] == [
+        RevisionAction.CREATE,
+        RevisionAction.EDIT,
+        RevisionAction.APPROVE,
+    ]
+    assert Memory.objects.get(id=other.id).status == Status.PENDING_REVIEW
+
+
+def test_the_x_key_toggles_select_all(browser_page, live_server, owner):
+    for i in range(3):
+        make_pending(owner, key=f"fact {i}", value=f"Likes colour {i}")
+    page = browser_page
+    log_in(page, live_server)
+    boxes = page.locator("input.row-select")
+
+    page.keyboard.press("x")
+    assert [boxes.nth(i).is_checked() for i in range(3)] == [True, True, True]
+    assert page.locator("#select-all").is_checked()
+    assert page.locator("#selected-count").inner_text() == "3 selected"
+
+    page.keyboard.press("x")
+    assert [boxes.nth(i).is_checked() for i in range(3)] == [False, False, False]
+    assert page.locator("#selected-count").inner_text() == "0 selected"
+
+    page.fill("input[name=category]", "")
+    page.locator("input[name=category]").press("x")
+    assert page.locator("input[name=category]").input_value() == "x"
+    assert page.locator("#selected-count").inner_text() == "0 selected"
+    assert Memory.objects.filter(status=Status.PENDING_REVIEW).count() == 3
+
+
+def test_the_a_key_approves_only_the_selection(browser_page, live_server, owner):
+    first, second = (make_pending(owner, key=f"fact {i}", value=f"Likes {i}") for i in range(2))
+    page = browser_page
+    log_in(page, live_server)
+
+    page.keyboard.press("a")  # nothing selected: nothing happens
+    page.locator(f'li.candidate[data-id="{first.id}"] input.row-select').check()
+    page.keyboard.press("a")
+    page.wait_for_selector("ul.messages")
+
+    assert page.locator("ul.messages li.success").inner_text() == "Approved 1 memory."
+    assert Memory.objects.get(id=first.id).status == Status.ACTIVE
+    assert Memory.objects.get(id=second.id).status == Status.PENDING_REVIEW
+
+
+@SIZES
+def test_the_queue_fits_the_screen_and_shows_replacements_and_similar_memories(
+    browser_page, live_server, owner, other, artifacts, request
+):
+    candidates = realistic_queue(owner, other)
+    page = browser_page
+    log_in(page, live_server)
+
+    city = page.locator(f'li.candidate[data-id="{candidates["city"].id}"]')
+    assert city.locator(".compare .old").inner_text().count("Lives in Porto") == 1
+    assert "Moved to Lisbon" in city.locator(".compare .new").inner_text()
+    assert city.locator(".compare .old").is_visible() and city.locator(".compare .new").is_visible()
+    dog = page.locator(f'li.candidate[data-id="{candidates["dog"].id}"]')
+    assert "Has a dog called Rex" in dog.locator("details.similar li").first.inner_text()
+    assert dog.locator("details.similar li").first.is_visible()
+    assert page.get_by_role("button", name="Approve selected").is_visible()
+    assert pending_count(page) == 5
+    size = request.node.callspec.id
+    page.screenshot(path=artifacts / f"queue-{size}.png")
+    page.screenshot(path=artifacts / f"queue-{size}-full.png", full_page=True)
+    assert fits_the_width(page)
+
+
+@SIZES
+def test_the_dashboard_fits_the_screen(browser_page, live_server, owner, other, artifacts, request):
+    realistic_queue(owner, other)
+    for status, reason in [
+        (RunStatus.DONE, ""),
+        (RunStatus.DONE, ""),
+        (RunStatus.SKIPPED, "no new user messages"),
+        (RunStatus.FAILED, "LLM request timed out after 3 attempts (read timeout 30 s)"),
+    ]:
+        ExtractionRun.objects.create(
+            source_kind=SourceKind.TOPIC,
+            source_id=uuid4(),
+            status=status,
+            reason=reason,
+            finished_at=timezone.now(),
+        )
+    page = browser_page
+    log_in(page, live_server, "/review/")
+
+    assert page.locator("#count-pending").inner_text() == "5"
+    assert page.locator("#runs-total").inner_text() == "4"
+    assert page.locator("#runs-failed").inner_text() == "1"
+    assert "timed out" in page.locator("table.plain").inner_text()
+    size = request.node.callspec.id
+    page.screenshot(path=artifacts / f"dashboard-{size}.png")
+    page.screenshot(path=artifacts / f"dashboard-{size}-full.png", full_page=True)
+    assert fits_the_width(page)
