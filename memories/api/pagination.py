@@ -1,6 +1,11 @@
+import re
+
 from rest_framework import exceptions
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
+
+# str.isdigit() also accepts digits such as "²" that int() refuses.
+WHOLE_NUMBER = re.compile(r"[0-9]{1,9}")
 
 
 class DataPagination(PageNumberPagination):
@@ -14,13 +19,13 @@ class DataPagination(PageNumberPagination):
         raw = request.query_params.get(self.page_size_query_param)
         if raw is None:
             return self.page_size
-        if not raw.isdigit() or int(raw) < 1:
+        if not WHOLE_NUMBER.fullmatch(raw) or int(raw) < 1:
             raise exceptions.ValidationError({"page_size": ["Must be a whole number from 1."]})
         return min(int(raw), self.max_page_size)
 
     def paginate_queryset(self, queryset, request, view=None):
         raw = request.query_params.get(self.page_query_param, "1")
-        if not raw.isdigit() or int(raw) < 1:
+        if not WHOLE_NUMBER.fullmatch(raw) or int(raw) < 1:
             raise exceptions.ValidationError({"page": ["Must be a whole number from 1."]})
         return super().paginate_queryset(queryset, request, view)
 

@@ -1,6 +1,7 @@
 """Input validation and output shapes. No writes here: views call services."""
 
 import math
+import uuid
 
 from django.conf import settings
 from rest_framework import serializers
@@ -53,6 +54,15 @@ class UnitFloatField(serializers.FloatField):
         return value
 
 
+class StrictUUIDField(serializers.UUIDField):
+    """A UUID given as a string. DRF's UUIDField also takes 42 or true as UUID(int=...)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str | uuid.UUID):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
 class ScopeField(serializers.ChoiceField):
     def __init__(self, **kwargs):
         super().__init__(choices=[*Scope.values, *SCOPE_ALIASES], **kwargs)
@@ -67,7 +77,7 @@ class OwnedRelatedField(serializers.PrimaryKeyRelatedField):
 
     def __init__(self, *, owner_field: str, **kwargs):
         self.owner_field = owner_field
-        kwargs.setdefault("pk_field", serializers.UUIDField())
+        kwargs.setdefault("pk_field", StrictUUIDField())
         super().__init__(**kwargs)
 
     def get_queryset(self):
@@ -125,13 +135,13 @@ class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
     )
     persona_id = serializers.PrimaryKeyRelatedField(
         queryset=Persona.objects.all(),
-        pk_field=serializers.UUIDField(),
+        pk_field=StrictUUIDField(),
         source="persona",
         required=False,
         allow_null=True,
     )
-    topic_id = serializers.UUIDField(required=False, allow_null=True)
-    source_channel_id = serializers.UUIDField(required=False, allow_null=True)
+    topic_id = StrictUUIDField(required=False, allow_null=True)
+    source_channel_id = StrictUUIDField(required=False, allow_null=True)
 
     def validate(self, attrs):
         scope = attrs["scope"]
@@ -172,7 +182,7 @@ class MemoryUpdateSerializer(StrictInputMixin, serializers.Serializer):
 
 class BulkIdsSerializer(StrictInputMixin, serializers.Serializer):
     ids = serializers.ListField(
-        child=serializers.UUIDField(), allow_empty=True, max_length=settings.BULK_IDS_MAX
+        child=StrictUUIDField(), allow_empty=True, max_length=settings.BULK_IDS_MAX
     )
 
 
@@ -217,7 +227,7 @@ class TopicSerializer(StrictInputMixin, serializers.ModelSerializer):
     title = trimmed_char(200, allow_blank=True, required=False, default="")
     persona_id = serializers.PrimaryKeyRelatedField(
         queryset=Persona.objects.all(),
-        pk_field=serializers.UUIDField(),
+        pk_field=StrictUUIDField(),
         source="persona",
         required=False,
         allow_null=True,
@@ -229,7 +239,7 @@ class TopicSerializer(StrictInputMixin, serializers.ModelSerializer):
         required=False,
         allow_null=True,
     )
-    channel_id = serializers.UUIDField(required=False, allow_null=True)
+    channel_id = StrictUUIDField(required=False, allow_null=True)
 
     class Meta:
         model = Topic
@@ -302,7 +312,7 @@ class RecallContextSerializer(StrictInputMixin, serializers.Serializer):
     )
     persona_id = serializers.PrimaryKeyRelatedField(
         queryset=Persona.objects.all(),
-        pk_field=serializers.UUIDField(),
+        pk_field=StrictUUIDField(),
         source="persona",
         required=False,
         allow_null=True,

@@ -68,7 +68,12 @@ class Command(BaseCommand):
             from memories.recall.vector_store.pgvector import create_index_sql
 
             with connection.cursor() as cursor:
-                cursor.execute(create_index_sql(dimensions))
+                cursor.execute(
+                    "SELECT 1 FROM pg_indexes WHERE indexname = %s",
+                    [f"memory_embedding_hnsw_{int(dimensions)}"],
+                )
+                if cursor.fetchone() is None:
+                    cursor.execute(create_index_sql(dimensions))
             return
         from memories.recall.vector_store.sqlite_vec import TABLE, create_table_sql
 

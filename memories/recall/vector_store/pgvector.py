@@ -42,19 +42,35 @@ class PgVectorStore:
         MemoryEmbedding.objects.filter(memory_id__in=list(memory_ids)).update(status=status)
 
     def nearest(self, *, vector, partitions, k, status):
+        """The HNSW index answers for large partitions. An approximate index can come back
+        short (dead index entries before a vacuum, a filter it scans past): then, and for
+        partitions smaller than k, an exact scan of the partitions (B-tree on partition)
+        gives the true nearest."""
         from memories.recall.vector_store import Neighbour
 
         if not partitions or k <= 0:
             return []
         d = len(vector)
+        params = [Vector(list(vector)).to_text(), d, list(partitions), status, int(k)]
         with connection.cursor() as cursor:
             cursor.execute(
                 f"SELECT memory_id, (vector::vector({d})) <=> %s::vector({d}) AS distance "
                 f"FROM {TABLE} WHERE dimensions = %s AND partition = ANY(%s) AND status = %s "
                 "ORDER BY distance LIMIT %s",
-                [Vector(list(vector)).to_text(), d, list(partitions), status, int(k)],
+                params,
             )
-            return [Neighbour(UUID(str(row[0])), float(row[1])) for row in cursor.fetchall()]
+            rows = cursor.fetchall()
+            if len(rows) < k:
+                # MATERIALIZED keeps the planner from pushing the ORDER BY into the index.
+                cursor.execute(
+                    f"WITH candidates AS MATERIALIZED (SELECT memory_id, vector FROM {TABLE} "
+                    "WHERE dimensions = %s AND partition = ANY(%s) AND status = %s) "
+                    f"SELECT memory_id, (vector::vector({d})) <=> %s::vector({d}) AS distance "
+                    "FROM candidates ORDER BY distance LIMIT %s",
+                    [d, list(partitions), status, params[0], int(k)],
+                )
+                rows = cursor.fetchall()
+        return [Neighbour(UUID(str(row[0])), float(row[1])) for row in rows]
 
     def count(self) -> int:
         return MemoryEmbedding.objects.exclude(vector=None).count()
