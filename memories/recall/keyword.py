@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Protocol
 from uuid import UUID
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
@@ -83,14 +84,16 @@ class SqliteFtsIndex:
             f"AND text : ({_quoted(terms)})"
         )
         with connection.cursor() as cursor:
+            # Newest matches first, at most scan_limit of them ranked (see RECALL_KEYWORD_SCAN).
             cursor.execute(
                 f"SELECT memory_id, -bm25({FTS_TABLE}, 0.0, 1.0, 0.0, 0.0) AS score "
                 f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s AND status = %s "
-                "ORDER BY score DESC LIMIT %s",
-                [match, status, int(k)],
+                "ORDER BY rowid DESC LIMIT %s",
+                [match, status, settings.RECALL_KEYWORD_SCAN],
             )
-            # BM25 of a word found in most rows is ~0; keep it as a (weak) positive match.
-            return [(UUID(hex=row[0]), max(float(row[1]), 1e-6)) for row in cursor.fetchall()]
+            rows = sorted(cursor.fetchall(), key=lambda row: -row[1])[:k]
+        # BM25 of a word found in most rows is ~0; keep it as a (weak) positive match.
+        return [(UUID(hex=row[0]), max(float(row[1]), 1e-6)) for row in rows]
 
     def filter_all_words(self, queryset, text):
         terms = re.findall(r"\w+", text.lower())[:MAX_TERMS]
@@ -123,18 +126,24 @@ class PostgresFullTextIndex:
         condition = Q()
         for scope in scopes:
             condition |= scope
-        rows = (
+        matches = (
             Memory.objects.filter(condition, status=status, deleted_at__isnull=True)
-            .annotate(
-                keyword_rank=RawSQL(
-                    "ts_rank(search_vector, to_tsquery('english', %s), 1)", [tsquery]
-                )
-            )
             .extra(where=["search_vector @@ to_tsquery('english', %s)"], params=[tsquery])
-            .order_by("-keyword_rank")
-            .values_list("id", "keyword_rank")[:k]
+            .order_by("-created_at")
+            .values("id")[: settings.RECALL_KEYWORD_SCAN]
         )
-        return [(memory_id, max(float(rank), 1e-6)) for memory_id, rank in rows]
+        # Rank only the newest RECALL_KEYWORD_SCAN matches: ts_rank over every row that
+        # shares a common word with the query is what makes keyword search slow.
+        sql, params = matches.query.sql_with_params()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT m.id, ts_rank(m.search_vector, to_tsquery('english', %s), 1) AS rank "
+                f"FROM {Memory._meta.db_table} m WHERE m.id IN ({sql}) "
+                "ORDER BY rank DESC LIMIT %s",
+                [tsquery, *params, int(k)],
+            )
+            rows = cursor.fetchall()
+        return [(UUID(str(memory_id)), max(float(rank), 1e-6)) for memory_id, rank in rows]
 
     def filter_all_words(self, queryset, text):
         terms = re.findall(r"\w+", text.lower())[:MAX_TERMS]

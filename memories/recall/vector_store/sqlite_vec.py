@@ -97,30 +97,32 @@ class SqliteVecStore:
             return cursor.fetchone()[0]
 
     def distances(self, *, vector, memory_ids):
-        """Cosine distance from `vector` to each given memory's vector (those that have one)."""
+        """Cosine distance from `vector` to each given memory's vector (those that have one).
+        One primary-key lookup per id: vec0 answers `memory_id IN (...)` with a full scan."""
         from memories.recall.vector_store import Neighbour
 
-        ids = [i.hex for i in memory_ids]
-        if not ids:
-            return []
-        placeholders = ", ".join(["%s"] * len(ids))
+        query = sqlite_vec.serialize_float32(list(vector))
+        found = []
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT memory_id, vec_distance_cosine(embedding, %s) FROM {TABLE} "
-                f"WHERE memory_id IN ({placeholders})",
-                [sqlite_vec.serialize_float32(list(vector)), *ids],
-            )
-            return [Neighbour(UUID(hex=row[0]), float(row[1])) for row in cursor.fetchall()]
+            for memory_id in memory_ids:
+                cursor.execute(
+                    f"SELECT vec_distance_cosine(embedding, %s) FROM {TABLE} WHERE memory_id = %s",
+                    [query, memory_id.hex],
+                )
+                row = cursor.fetchone()
+                if row is not None:
+                    found.append(Neighbour(memory_id, float(row[0])))
+        return found
 
     def vectors_of(self, *, memory_ids) -> dict:
-        ids = [i.hex for i in memory_ids]
-        if not ids:
-            return {}
-        placeholders = ", ".join(["%s"] * len(ids))
+        vectors = {}
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT memory_id, vec_to_json(embedding) FROM {TABLE} "
-                f"WHERE memory_id IN ({placeholders})",
-                ids,
-            )
-            return {UUID(hex=row[0]): json.loads(row[1]) for row in cursor.fetchall()}
+            for memory_id in memory_ids:  # point lookups; see distances()
+                cursor.execute(
+                    f"SELECT vec_to_json(embedding) FROM {TABLE} WHERE memory_id = %s",
+                    [memory_id.hex],
+                )
+                row = cursor.fetchone()
+                if row is not None:
+                    vectors[memory_id] = json.loads(row[0])
+        return vectors
