@@ -97,32 +97,35 @@ class SqliteVecStore:
             return cursor.fetchone()[0]
 
     def distances(self, *, vector, memory_ids):
-        """Cosine distance from `vector` to each given memory's vector (those that have one).
-        One primary-key lookup per id: vec0 answers `memory_id IN (...)` with a full scan."""
+        """Cosine distance from `vector` to each given memory's vector (those that have one)."""
         from memories.recall.vector_store import Neighbour
 
         query = sqlite_vec.serialize_float32(list(vector))
-        found = []
-        with connection.cursor() as cursor:
-            for memory_id in memory_ids:
-                cursor.execute(
-                    f"SELECT vec_distance_cosine(embedding, %s) FROM {TABLE} WHERE memory_id = %s",
-                    [query, memory_id.hex],
-                )
-                row = cursor.fetchone()
-                if row is not None:
-                    found.append(Neighbour(memory_id, float(row[0])))
-        return found
+        rows = _point_lookups(
+            f"SELECT memory_id, vec_distance_cosine(embedding, %s) FROM {TABLE} "
+            "WHERE memory_id = %s",
+            [(query, memory_id.hex) for memory_id in memory_ids],
+        )
+        return [Neighbour(UUID(hex=memory_id), float(distance)) for memory_id, distance in rows]
 
     def vectors_of(self, *, memory_ids) -> dict:
-        vectors = {}
-        with connection.cursor() as cursor:
-            for memory_id in memory_ids:  # point lookups; see distances()
-                cursor.execute(
-                    f"SELECT vec_to_json(embedding) FROM {TABLE} WHERE memory_id = %s",
-                    [memory_id.hex],
-                )
-                row = cursor.fetchone()
-                if row is not None:
-                    vectors[memory_id] = json.loads(row[0])
-        return vectors
+        rows = _point_lookups(
+            f"SELECT memory_id, vec_to_json(embedding) FROM {TABLE} WHERE memory_id = %s",
+            [(memory_id.hex,) for memory_id in memory_ids],
+        )
+        return {UUID(hex=memory_id): json.loads(vector) for memory_id, vector in rows}
+
+
+def _point_lookups(select: str, params: list[tuple]) -> list[tuple]:
+    """Run `select` once per parameter tuple as one statement (UNION ALL). vec0 answers
+    `memory_id = ?` from its primary-key index but `memory_id IN (...)` with a full scan."""
+    rows: list[tuple] = []
+    chunk = 200  # below SQLite's limit of 500 terms in a compound SELECT
+    with connection.cursor() as cursor:
+        for start in range(0, len(params), chunk):
+            part = params[start : start + chunk]
+            cursor.execute(
+                " UNION ALL ".join([select] * len(part)), [value for p in part for value in p]
+            )
+            rows.extend(cursor.fetchall())
+    return rows
