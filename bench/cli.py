@@ -1,0 +1,199 @@
+"""`python -m bench run|quality|latency|sweep|report`: runs each part on each database in a
+worker process of its own (throwaway SQLite file; fresh database on a pgserver PostgreSQL),
+collects the JSON, writes bench/results/<name>.json and docs/benchmarks.md."""
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench import report
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+DOCS = ROOT / "docs" / "benchmarks.md"
+DATABASES = ("sqlite", "postgresql")
+
+
+def machine() -> dict:
+    info = {
+        "nproc": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                info["memory_gib"] = round(int(line.split()[1]) / 1024**2, 1)
+    except OSError:
+        pass
+    return info
+
+
+def git_commit() -> str:
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        return commit + ("+uncommitted changes" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+def _wait_idle(max_seconds: float, threshold: float = 1.0) -> float:
+    """Wait (up to max_seconds) until the 1-minute load average falls below threshold, so
+    other work on the machine distorts the timings less. Returns the seconds waited."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < max_seconds and os.getloadavg()[0] >= threshold:
+        time.sleep(10)
+    return round(time.perf_counter() - started, 1)
+
+
+def _worker(task: str, database: str, extra: list[str], pg, wait_idle: float = 0) -> dict:
+    """Run one part on a fresh database of the given kind; returns its JSON."""
+    tmp = Path(tempfile.mkdtemp(prefix="memory-bench-"))
+    out = tmp / "result.json"
+    db_name = None
+    try:
+        if database == "sqlite":
+            url = f"sqlite:///{tmp / 'bench.sqlite3'}"
+        else:
+            db_name, url = pg.create_database(task)
+        command = [sys.executable, "-m", "bench.worker", task, "--database-url", url]
+        command += ["--out", str(out), *extra]
+        print(f"== {task} on {database}", flush=True)
+        waited = _wait_idle(wait_idle) if wait_idle else 0.0
+        load_before = os.getloadavg()
+        started = time.perf_counter()
+        subprocess.run(command, cwd=ROOT, check=True)
+        result = json.loads(out.read_text())
+        result["wall_seconds"] = round(time.perf_counter() - started, 1)
+        result["waited_for_idle_seconds"] = waited
+        result["loadavg_before"] = [round(x, 2) for x in load_before]
+        result["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+        return result
+    finally:
+        if db_name:
+            pg.drop_database(db_name)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    # SIGTERM unwinds like Ctrl-C, so temp files, databases and the server are cleaned up.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if argv[:1] == ["worker"]:
+        from bench import worker
+
+        worker.main(argv[1:])
+        return
+
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("part", choices=["run", "quality", "latency", "sweep", "report"])
+    parser.add_argument("--data", help="LOCOMO dev JSON (not in the repository; CC BY-NC 4.0)")
+    parser.add_argument("--db", default=",".join(DATABASES), help="sqlite,postgresql")
+    parser.add_argument("--quick", action="store_true", help="small smoke run")
+    parser.add_argument(
+        "--sweep",
+        choices=["auto", "always", "never"],
+        default="auto",
+        help="weight sweep after the quality run: auto = only when the target is missed",
+    )
+    parser.add_argument("--sizes", help="latency sizes, default 10000,100000")
+    parser.add_argument("--queries", type=int, help="latency queries per size, default 200")
+    parser.add_argument("--name", help="results file name (default: the part, -quick)")
+    parser.add_argument("--docs", action="store_true", help="write docs even for --quick")
+    parser.add_argument(
+        "--wait-idle",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="before each part, wait up to this long for the load average to drop below 1",
+    )
+    args = parser.parse_args(argv)
+
+    if args.part == "report":
+        write_docs()
+        return
+    if args.part in ("run", "quality", "sweep") and not args.data:
+        parser.error("--data is required for the quality part")
+    databases = [d.strip() for d in args.db.split(",") if d.strip()]
+    for database in databases:
+        if database not in DATABASES:
+            parser.error(f"unknown database {database!r}")
+
+    started = time.perf_counter()
+    results: dict = {
+        "meta": {
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "command": "python -m bench " + shlex.join(argv),
+            "machine": machine(),
+            "git": git_commit(),
+            "quick": args.quick,
+        }
+    }
+    pg = None
+    if "postgresql" in databases:
+        from bench.pg import BenchPostgres
+
+        pg = BenchPostgres()
+
+    parts = ["quality", "latency"] if args.part == "run" else [args.part]
+    for part in parts:
+        extra: list[str] = []
+        if part in ("quality", "sweep"):
+            extra += ["--data", str(Path(args.data).resolve())]
+            if part == "quality":
+                extra += ["--sweep", args.sweep]
+        if part == "latency":
+            sizes = args.sizes or ("1000,5000" if args.quick else "10000,100000")
+            queries = args.queries or (30 if args.quick else 200)
+            extra += ["--sizes", sizes, "--queries", str(queries)]
+        if args.quick:
+            extra.append("--quick")
+        results.setdefault(part, {})
+        for database in databases:
+            results[part][database] = _worker(part, database, extra, pg, args.wait_idle)
+    results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    name = args.name or (args.part + ("-quick" if args.quick else ""))
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"results: {path.relative_to(ROOT)}")
+    print(report.summary(results))
+    if not args.quick or args.docs:
+        write_docs(extra=results if args.quick else None)
+
+
+def write_docs(extra: dict | None = None) -> None:
+    """docs/benchmarks.md from the newest full results of each part."""
+    found = []
+    for path in sorted(RESULTS.glob("*.json")):
+        data = json.loads(path.read_text())
+        if not data.get("meta", {}).get("quick"):
+            found.append((path.name, data))
+    if extra is not None:
+        found.append(("(this run)", extra))
+    DOCS.parent.mkdir(exist_ok=True)
+    DOCS.write_text(report.markdown(found))
+    print(f"docs: {DOCS.relative_to(ROOT)}")

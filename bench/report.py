@@ -1,0 +1,360 @@
+"""Markdown and console summaries of the results JSON."""
+
+from bench.locomo import CATEGORIES
+
+METHODS = {
+    "service": "service: memory_recall, default Weights, access counting on",
+    "bm25": "BM25 (bm25s) over the turn texts",
+    "dense": "dense cosine, MiniLM, numpy over the turn texts",
+    "dense_store": "dense via the vector store (service's vectors of `key: value`)",
+    "rrf": "reference: reciprocal-rank fusion of BM25 + dense (k=60)",
+    "service_no_access": "diagnostic: service with access counting off",
+}
+MODES = (
+    ("knn", "(iii) bare KNN"),
+    ("recall", "(i) recall, vector given"),
+    ("recall_embed", "(ii) recall + embedding"),
+    ("embed", "embedding alone"),
+    ("http", "GET /api/memories/search"),
+)
+PROBES = {
+    "keyword_search": "keyword search as is",
+    "keyword_rank_first_1000": "PG: rank only the first 1000 matches",
+    "distances_in_list": "SQLite distances as is (vec0, IN list)",
+    "distances_values_join": "SQLite distances, VALUES join",
+    "distances_plain_table": "SQLite distances from a plain B-tree table",
+    "distances_any": "PG distances as is",
+    "memory_fetch_full_rows": "fetch full Memory rows",
+    "memory_fetch_scoring_fields": "fetch scoring fields only",
+    "access_update": "access UPDATE",
+    "access_update_async_commit": "PG: access UPDATE, synchronous_commit off",
+}
+STEPS = ("nearest", "keyword", "distances", "memory_fetch", "scoring+rest", "access_update")
+
+
+def _cell(block: dict | None) -> str:
+    if not block or block.get("recall@10") is None:
+        return "–"
+    return f"{block['recall@5']:.3f} / {block['recall@10']:.3f}"
+
+
+def _pct(d: dict) -> str:
+    return f"{d['p50_ms']:.1f} / {d['p95_ms']:.1f}"
+
+
+def _newest(found: list, part: str):
+    best = None
+    for name, data in found:
+        if part in data and (best is None or data["meta"]["date"] >= best[1]["meta"]["date"]):
+            best = (name, data)
+    return best
+
+
+def _sweeps(found: list) -> list:
+    """(source, database, sweep) of the newest results that hold a sweep."""
+    candidates = []
+    for name, data in found:
+        for part in ("quality", "sweep"):
+            for database, result in data.get(part, {}).items():
+                if result.get("sweep"):
+                    candidates.append((data["meta"]["date"], name, database, result, data))
+    if not candidates:
+        return []
+    newest = max(c[0] for c in candidates)
+    return [c[1:] for c in candidates if c[0] == newest]
+
+
+def _meta_lines(name: str, data: dict) -> list[str]:
+    meta = data["meta"]
+    m = meta["machine"]
+    return [
+        f"- results file: `bench/results/{name}`; command: `.venv/bin/{meta['command']}`",
+        f"- date (UTC): {meta['date']}; code: {meta['git']}; whole run: {meta['seconds']:.0f} s",
+        f"- machine: nproc {m['nproc']}, {m.get('cpu', '?')}, {m.get('memory_gib', '?')} GiB, "
+        f"Python {m['python']}, {m['platform']}",
+    ]
+
+
+def quality_section(name: str, data: dict) -> list[str]:
+    out = ["## Recall quality on LOCOMO dev", ""]
+    out += _meta_lines(name, data)
+    databases = list(data["quality"])
+    first = data["quality"][databases[0]]
+    out += [
+        f"- {first['queries']} queries (categories 1-4 with evidence) over {first['memories']} "
+        f"turns of {len(first['conversations'])} conversations; one fresh user per "
+        "conversation; memory key = dia_id, value = `[session date] speaker: text`; queries "
+        "in dataset order with access counting on (each recall adds to the access counts "
+        "that later recalls score by), top_k = 10",
+        "- cells are recall@5 / recall@10 (share of a question's evidence turns in the top k, "
+        "averaged over questions)",
+        "- BM25, dense and RRF run outside the database (bm25s, numpy), so they are the same "
+        "in both columns; the service differs by database because its keyword half does: "
+        "FTS5 BM25 (porter) on SQLite, ts_rank over a tsvector (no IDF) on PostgreSQL",
+        "",
+    ]
+    header = "| method | " + " | ".join(databases) + " |"
+    out += [header, "|---|" + "---|" * len(databases)]
+    for method, label in METHODS.items():
+        if method in first.get("methods", {}):
+            cells = [_cell(data["quality"][d]["methods"][method]["overall"]) for d in databases]
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+    out.append("")
+    for database in databases:
+        result = data["quality"][database]
+        target = result.get("target")
+        if target:
+            verdict = "met" if target["met"] else "MISSED"
+            out.append(
+                f"- {database}: service recall@10 {target['service_recall@10']:.3f} vs best "
+                f"baseline {target['best_baseline_recall@10']:.3f}: "
+                f"{target['margin_points']:+.1f} points (target +3.0: {verdict}); "
+                f"{result['methods']['service'].get('fewer_than_top_k', 0)} queries returned "
+                "fewer than 10 memories (relevance floor)"
+            )
+    out.append("")
+    for database in databases:
+        result = data["quality"][database]
+        cats = [c for c in CATEGORIES.values() if c in result["methods"]["service"]["by_category"]]
+        ns = result["methods"]["service"]["by_category"]
+        out += [
+            f"By category on {database} (recall@5 / recall@10):",
+            "",
+            "| method | " + " | ".join(f"{c} (n={ns[c]['n']})" for c in cats) + " |",
+            "|---|" + "---|" * len(cats),
+        ]
+        for method, label in METHODS.items():
+            if method in result["methods"]:
+                by = result["methods"][method]["by_category"]
+                out.append(f"| {label} | " + " | ".join(_cell(by.get(c)) for c in cats) + " |")
+        out.append("")
+    out += ["Ingestion (batch embedding + one memory_create per memory, vector passed in):", ""]
+    out += ["| database | memories | embed s/1000 | write s/1000 | total s/1000 |"]
+    out += ["|---|---|---|---|---|"]
+    for database in databases:
+        i = data["quality"][database]["ingest"]
+        out.append(
+            f"| {database} | {i['memories']} | {i['embed_s_per_1000']} | "
+            f"{i['write_s_per_1000']} | {i['total_s_per_1000']} |"
+        )
+    out.append("")
+    out.append(
+        "Run time per database (s): "
+        + ", ".join(
+            f"{d} {data['quality'][d]['wall_seconds']:.0f} (load average before/after "
+            f"{data['quality'][d]['loadavg_before'][0]}/{data['quality'][d]['loadavg_after'][0]})"
+            for d in databases
+        )
+    )
+    w = first["weights"]
+    out += [
+        "",
+        f"Default Weights used: relevance {w['relevance']}, importance {w['importance']}, "
+        f"recency {w['recency']}, frequency {w['frequency']}, vector_share {w['vector_share']}, "
+        f"relevance_floor {w['relevance_floor']}, half-life {w['half_life_days']} days.",
+        "",
+    ]
+    return out
+
+
+def sweep_section(sweeps: list) -> list[str]:
+    out = ["## Weight sweep (access counting on, vectors precomputed)", ""]
+    for name, database, result, _data in sweeps:
+        rows = result["sweep"]["rows"]
+        best = result["sweep"]["best"]
+        out += [
+            f"{database} ({name}); cells recall@5 / recall@10; best: vector_share "
+            f"{best['vector_share']}, floor {best['relevance_floor']}, candidates "
+            f"{best['candidates']} -> {_cell(best['overall'])}",
+            "",
+            "| candidates | vector_share | floor 0.0 | floor 0.1 | floor 0.2 |",
+            "|---|---|---|---|---|",
+        ]
+        cells: dict = {}
+        for row in rows:
+            cells[(row["candidates"], row["vector_share"], row["relevance_floor"])] = row
+        for candidates in sorted({r["candidates"] for r in rows}):
+            for share in sorted({r["vector_share"] for r in rows}):
+                line = [
+                    _cell(cells.get((candidates, share, f), {}).get("overall"))
+                    for f in (0.0, 0.1, 0.2)
+                ]
+                out.append(f"| {candidates} | {share} | " + " | ".join(line) + " |")
+        out.append("")
+    return out
+
+
+def latency_section(name: str, data: dict) -> list[str]:
+    out = ["## Search latency, one user", ""]
+    out += _meta_lines(name, data)
+    databases = list(data["latency"])
+    first = data["latency"][databases[0]]
+    out += [
+        f"- {first['queries']} synthetic queries per size (after 10 untimed warm-up calls per "
+        f"mode), in process, access counting on; KNN k = {first['candidates_k']} "
+        "(RECALL_CANDIDATES), recall top_k = 10",
+        "- synthetic memories (see below), bulk-inserted; cells are p50 / p95 in ms",
+        "",
+        "| database | memories | "
+        + " | ".join(label for _, label in MODES)
+        + " | (i)/(iii) p95 | ≤ 2? |",
+        "|---|---|" + "---|" * len(MODES) + "---|---|",
+    ]
+    for database in databases:
+        for size in data["latency"][database]["sizes"]:
+            modes = size["modes"]
+            ratio = size["ratio_recall_to_knn_p95"]
+            out.append(
+                f"| {database} | {size['memories']:,} | "
+                + " | ".join(_pct(modes[m]) for m, _ in MODES)
+                + f" | {ratio:.2f} | {'yes' if ratio <= 2 else 'no'} |"
+            )
+    out += [
+        "",
+        "Where the time of (i) goes (each step timed where memory_recall calls it; "
+        "mean ms, and its share of the mean total):",
+        "",
+        "| database | memories | total | " + " | ".join(STEPS) + " |",
+        "|---|---|---|" + "---|" * len(STEPS),
+    ]
+    for database in databases:
+        for size in data["latency"][database]["sizes"]:
+            b = size["breakdown"]
+            total = b["total"]["mean_ms"]
+            cells = []
+            for step in STEPS:
+                mean = b["steps"].get(step, {}).get("mean_ms", 0.0)
+                cells.append(f"{mean:.1f} ({mean / total:.0%})")
+            out.append(
+                f"| {database} | {size['memories']:,} | {total:.1f} | " + " | ".join(cells) + " |"
+            )
+    out += [
+        "",
+        "Cheaper alternatives to the slow steps, timed on the same data (bench/latency.py "
+        f"`_probes`, {first.get('breakdown_queries', 50)} queries, ~50 keyword-hit ids each; "
+        "none of them is used by the service), p50 / p95 ms:",
+        "",
+    ]
+    columns = [
+        (database, size) for database in databases for size in data["latency"][database]["sizes"]
+    ]
+    out += [
+        "| probe | " + " | ".join(f"{d} {size['memories']:,}" for d, size in columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    for probe, label in PROBES.items():
+        cells = [
+            _pct(size["probes"][probe]) if probe in size.get("probes", {}) else "–"
+            for _, size in columns
+        ]
+        if any(c != "–" for c in cells):
+            out.append(f"| {label} | " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "HTTP overhead (GET /api/memories/search p50 minus (ii) p50): "
+        + ", ".join(
+            f"{d} {size['memories']:,}: "
+            f"{size['modes']['http']['p50_ms'] - size['modes']['recall_embed']['p50_ms']:.1f} ms"
+            for d in databases
+            for size in data["latency"][d]["sizes"]
+        )
+        + ". cProfile listings (recall by own time, HTTP by cumulative time) are in the "
+        "results JSON under `profile`.",
+    ]
+    out += ["", "Loading and run times:", ""]
+    out += ["| database | memories | rows inserted | insert s | index build s | queries s |"]
+    out += ["|---|---|---|---|---|---|"]
+    for database in databases:
+        for size in data["latency"][database]["sizes"]:
+            load = size["load"]
+            out.append(
+                f"| {database} | {size['memories']:,} | {load['rows']:,} | "
+                f"{load['rows_seconds']} | {load['index_seconds']} | {size['query_seconds']} |"
+            )
+    out.append("")
+    out.append(
+        "Run time per database (s): "
+        + ", ".join(
+            f"{d} {data['latency'][d]['wall_seconds']:.0f} (load average before/after "
+            f"{data['latency'][d]['loadavg_before'][0]}/{data['latency'][d]['loadavg_after'][0]})"
+            for d in databases
+        )
+    )
+    for database in databases:
+        for size in data["latency"][database]["sizes"]:
+            plans = size.get("plans", {})
+            line = (
+                f"- {database} {size['memories']:,}: sample query {plans.get('sample_query')!r} "
+                f"-> keyword terms {plans.get('keyword_terms')}, matching "
+                f"{plans.get('keyword_matches')} rows"
+            )
+            if plans.get("nearest_plan"):
+                line += "; nearest plan: " + " / ".join(
+                    p.strip() for p in plans["nearest_plan"][:4]
+                )
+            out.append(line)
+    out += [
+        "",
+        "Synthetic data: LOCOMO-like turns `[date] speaker: sentence` from a fixed vocabulary "
+        f"({first['vocabulary_words']} content words, Zipf-distributed choice; 24 speakers), "
+        "e.g. " + "; ".join(f"`{m}`" for m in first["sample_memories"][:2]) + ". Queries "
+        "are template questions over the same vocabulary, e.g. "
+        + "; ".join(f"`{q}`" for q in first["sample_queries"][:2])
+        + ". Vectors are not model outputs: each memory's vector is the normalised mean of "
+        "the MiniLM vectors of its content words plus Gaussian noise (so memories sharing "
+        "words cluster and real query embeddings land among them); only the vocabulary and "
+        "the queries are embedded. Rows are bulk-inserted (bench/bulk.py): Memory and "
+        "MemoryEmbedding rows plus the sqlite-vec and FTS5 rows on SQLite; on PostgreSQL the "
+        "vectors by binary COPY with the HNSW index rebuilt after the load, the tsvector "
+        "column generated by PostgreSQL. No revision rows.",
+        "",
+    ]
+    return out
+
+
+def markdown(found: list) -> str:
+    out = [
+        "# Benchmarks",
+        "",
+        "Generated by `bench/` (see bench/README.md). Full command: "
+        "`.venv/bin/python -m bench run --data ../shared/data/locomo-dev.json` "
+        "(the data file is not in the repository: LoCoMo, CC BY-NC 4.0, non-commercial use "
+        "only). Parts: `python -m bench quality|latency|sweep --data ...`; `--quick` for a "
+        "smoke run. Numbers to beat: /work/shared/BENCHMARKS.md (BM25 0.549, dense 0.533, "
+        "RRF 0.597 recall@10; mem0 pgvector HNSW 100k p50/p95 29/39 ms without HTTP).",
+        "",
+    ]
+    quality = _newest(found, "quality")
+    if quality:
+        out += quality_section(*quality)
+    sweeps = _sweeps(found)
+    if sweeps:
+        out += sweep_section(sweeps)
+    latency = _newest(found, "latency")
+    if latency:
+        out += latency_section(*latency)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def summary(results: dict) -> str:
+    lines = []
+    for database, result in results.get("quality", {}).items():
+        for method in METHODS:
+            if method in result.get("methods", {}):
+                lines.append(
+                    f"quality {database} {method}: {_cell(result['methods'][method]['overall'])}"
+                )
+        if result.get("sweep"):
+            best = result["sweep"]["best"]
+            lines.append(f"sweep {database} best: {best}")
+    for database, result in results.get("sweep", {}).items():
+        best = result["sweep"]["best"]
+        lines.append(f"sweep {database} best: {best}")
+    for database, result in results.get("latency", {}).items():
+        for size in result["sizes"]:
+            modes = " ".join(f"{m} {_pct(size['modes'][m])}" for m, _ in MODES)
+            lines.append(
+                f"latency {database} {size['memories']}: {modes} "
+                f"ratio p95 {size['ratio_recall_to_knn_p95']}"
+            )
+    return "\n".join(lines)
