@@ -84,6 +84,50 @@ class OwnedRelatedField(serializers.PrimaryKeyRelatedField):
         return super().get_queryset().filter(**{self.owner_field: self.context["request"].user})
 
 
+def project_ref() -> OwnedRelatedField:
+    """Optional `project_id`: one of the caller's own managed projects."""
+    return OwnedRelatedField(
+        owner_field="owner",
+        queryset=Project.objects.all(),
+        source="project",
+        required=False,
+        allow_null=True,
+    )
+
+
+def topic_ref() -> OwnedRelatedField:
+    """Optional `topic_id`: one of the caller's own topics."""
+    return OwnedRelatedField(
+        owner_field="user",
+        queryset=Topic.objects.all(),
+        source="topic",
+        required=False,
+        allow_null=True,
+    )
+
+
+def work_session_ref() -> OwnedRelatedField:
+    """Optional `work_session_id`: one of the caller's own work sessions."""
+    return OwnedRelatedField(
+        owner_field="user",
+        queryset=WorkSession.objects.all(),
+        source="work_session",
+        required=False,
+        allow_null=True,
+    )
+
+
+def persona_ref() -> serializers.PrimaryKeyRelatedField:
+    """Optional `persona_id`: any persona (every user may talk to any persona)."""
+    return serializers.PrimaryKeyRelatedField(
+        queryset=Persona.objects.all(),
+        pk_field=StrictUUIDField(),
+        source="persona",
+        required=False,
+        allow_null=True,
+    )
+
+
 def trimmed_char(max_length: int, **kwargs) -> serializers.CharField:
     return serializers.CharField(max_length=max_length, trim_whitespace=True, **kwargs)
 
@@ -126,20 +170,8 @@ class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
     category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, default="")
     importance = UnitFloatField(default=0.5)
     confidence = UnitFloatField(default=1.0)
-    project_id = OwnedRelatedField(
-        owner_field="owner",
-        queryset=Project.objects.all(),
-        source="project",
-        required=False,
-        allow_null=True,
-    )
-    persona_id = serializers.PrimaryKeyRelatedField(
-        queryset=Persona.objects.all(),
-        pk_field=StrictUUIDField(),
-        source="persona",
-        required=False,
-        allow_null=True,
-    )
+    project_id = project_ref()
+    persona_id = persona_ref()
     topic_id = StrictUUIDField(required=False, allow_null=True)
     source_channel_id = StrictUUIDField(required=False, allow_null=True)
 
@@ -225,20 +257,8 @@ class ProjectSerializer(StrictInputMixin, serializers.ModelSerializer):
 
 class TopicSerializer(StrictInputMixin, serializers.ModelSerializer):
     title = trimmed_char(200, allow_blank=True, required=False, default="")
-    persona_id = serializers.PrimaryKeyRelatedField(
-        queryset=Persona.objects.all(),
-        pk_field=StrictUUIDField(),
-        source="persona",
-        required=False,
-        allow_null=True,
-    )
-    project_id = OwnedRelatedField(
-        owner_field="owner",
-        queryset=Project.objects.all(),
-        source="project",
-        required=False,
-        allow_null=True,
-    )
+    persona_id = persona_ref()
+    project_id = project_ref()
     channel_id = StrictUUIDField(required=False, allow_null=True)
 
     class Meta:
@@ -270,13 +290,7 @@ class WorkSessionMessageSerializer(MessageSerializer):
 
 
 class WorkSessionSerializer(StrictInputMixin, serializers.ModelSerializer):
-    project_id = OwnedRelatedField(
-        owner_field="owner",
-        queryset=Project.objects.all(),
-        source="project",
-        required=False,
-        allow_null=True,
-    )
+    project_id = project_ref()
 
     class Meta:
         model = WorkSession
@@ -296,34 +310,10 @@ class TokenSerializer(serializers.Serializer):
 class RecallContextSerializer(StrictInputMixin, serializers.Serializer):
     """Which scopes a recall request draws from (SPEC §4)."""
 
-    topic_id = OwnedRelatedField(
-        owner_field="user",
-        queryset=Topic.objects.all(),
-        source="topic",
-        required=False,
-        allow_null=True,
-    )
-    project_id = OwnedRelatedField(
-        owner_field="owner",
-        queryset=Project.objects.all(),
-        source="project",
-        required=False,
-        allow_null=True,
-    )
-    persona_id = serializers.PrimaryKeyRelatedField(
-        queryset=Persona.objects.all(),
-        pk_field=StrictUUIDField(),
-        source="persona",
-        required=False,
-        allow_null=True,
-    )
-    work_session_id = OwnedRelatedField(
-        owner_field="user",
-        queryset=WorkSession.objects.all(),
-        source="work_session",
-        required=False,
-        allow_null=True,
-    )
+    topic_id = topic_ref()
+    project_id = project_ref()
+    persona_id = persona_ref()
+    work_session_id = work_session_ref()
 
 
 class SearchParamsSerializer(RecallContextSerializer):
