@@ -158,21 +158,25 @@ def main(argv: list[str] | None = None) -> None:
         pg = BenchPostgres()
 
     parts = ["quality", "latency"] if args.part == "run" else [args.part]
-    for part in parts:
-        extra: list[str] = []
-        if part in ("quality", "sweep"):
-            extra += ["--data", str(Path(args.data).resolve())]
-            if part == "quality":
-                extra += ["--sweep", args.sweep]
-        if part == "latency":
-            sizes = args.sizes or ("1000,5000" if args.quick else "10000,100000")
-            queries = args.queries or (30 if args.quick else 200)
-            extra += ["--sizes", sizes, "--queries", str(queries)]
-        if args.quick:
-            extra.append("--quick")
-        results.setdefault(part, {})
-        for database in databases:
-            results[part][database] = _worker(part, database, extra, pg, args.wait_idle)
+    try:
+        for part in parts:
+            extra: list[str] = []
+            if part in ("quality", "sweep"):
+                extra += ["--data", str(Path(args.data).resolve())]
+                if part == "quality":
+                    extra += ["--sweep", args.sweep]
+            if part == "latency":
+                sizes = args.sizes or ("1000,5000" if args.quick else "10000,100000")
+                queries = args.queries or (30 if args.quick else 200)
+                extra += ["--sizes", sizes, "--queries", str(queries)]
+            if args.quick:
+                extra.append("--quick")
+            results.setdefault(part, {})
+            for database in databases:
+                results[part][database] = _worker(part, database, extra, pg, args.wait_idle)
+    finally:
+        if pg is not None:
+            pg.stop()
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
 
     RESULTS.mkdir(parents=True, exist_ok=True)

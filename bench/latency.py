@@ -15,6 +15,7 @@ import re
 import time
 from contextlib import ExitStack
 from unittest import mock
+from uuid import UUID
 
 import numpy as np
 
@@ -179,44 +180,82 @@ def _profile(fn, items, *, sort: str = "tottime", limit: int = 15) -> list[str]:
     return [re.sub(r"/\S*/(site-packages|python3\.\d+)/", "", line) for line in lines[-limit - 1 :]]
 
 
+def _full_keyword_ranking(query: str, user_id, k: int) -> list:
+    """The keyword half without RECALL_KEYWORD_SCAN: every match ranked (BM25 on SQLite,
+    ts_rank on PostgreSQL), best k ids. The reference for what the scan cap leaves out."""
+    from django.db import connection
+
+    from memories.models import Scope
+    from memories.recall.keyword import FTS_TABLE, _partition_token, _quoted, query_terms
+    from memories.recall.vector_store import partition_key
+
+    terms = query_terms(query)
+    if not terms:
+        return []
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            token = _partition_token(partition_key(scope=Scope.USER, user_id=user_id))
+            cursor.execute(
+                f"SELECT memory_id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s "
+                f"AND status = 'active' ORDER BY bm25({FTS_TABLE}, 0.0, 1.0, 0.0, 0.0) LIMIT %s",
+                [f'part : ("{token}") AND text : ({_quoted(terms)})', k],
+            )
+            return [UUID(hex=row[0]) for row in cursor.fetchall()]
+        tsquery = " | ".join(terms)
+        cursor.execute(
+            "SELECT id FROM memories_memory WHERE user_id = %s AND scope = 'user' "
+            "AND status = 'active' AND deleted_at IS NULL "
+            "AND search_vector @@ to_tsquery('english', %s) "
+            "ORDER BY ts_rank(search_vector, to_tsquery('english', %s), 1) DESC LIMIT %s",
+            [user_id, tsquery, tsquery, k],
+        )
+        return [UUID(str(row[0])) for row in cursor.fetchall()]
+
+
 def _probes(pairs, scopes, n: int) -> dict:
-    """Timings of cheaper alternatives to the slow steps, on the same data and queries, to
-    back the suggested fixes (none of these is used by the service)."""
+    """Steps of memory_recall timed alone and next to alternatives, on the same data and
+    queries, to back the suggested fixes (the alternatives are not used by the service).
+    Also how much of the full keyword ranking the RECALL_KEYWORD_SCAN cap keeps."""
     import sqlite_vec
+    from django.conf import settings
     from django.db import connection, transaction
     from django.db.models import F
     from django.utils import timezone
 
     from memories.models import Memory, Status
-    from memories.recall.keyword import get_keyword_index, query_terms
+    from memories.recall.keyword import get_keyword_index
     from memories.recall.vector_store import get_vector_store
 
     store = get_vector_store()
     keyword = get_keyword_index()
     partitions = [s.partition for s in scopes]
     conditions = [s.condition for s in scopes]
-    cases = []
+    k = settings.RECALL_CANDIDATES
+    cases, kept = [], []
     for query, vector in pairs[:n]:
         hits = keyword.search(
-            text=query, partitions=partitions, scopes=conditions, k=50, status=Status.ACTIVE
+            text=query, partitions=partitions, scopes=conditions, k=k, status=Status.ACTIVE
         )
-        cases.append((query, vector, [memory_id for memory_id, _ in hits]))
+        ids = [memory_id for memory_id, _ in hits]
+        cases.append((query, vector, ids))
+        full_top = _full_keyword_ranking(query, scopes[0].user_id, 10)
+        if full_top:
+            kept.append(len(set(full_top) & set(ids)) / len(full_top))
 
-    def distances_in(case):
+    def distances(case):
         store.distances(vector=case[1], memory_ids=case[2])
 
-    def distances_join(case):
-        """One point lookup per id (a VALUES list joined to the vec0 table)."""
+    def distances_vec0_in_list(case):
+        """One statement, `memory_id IN (...)` on the vec0 table (vec0 scans it all)."""
         ids = [i.hex for i in case[2]]
         if not ids:
             return
-        values = ", ".join(["(%s)"] * len(ids))
+        placeholders = ", ".join(["%s"] * len(ids))
         with connection.cursor() as cursor:
             cursor.execute(
-                f"WITH ids(id) AS (VALUES {values}) SELECT v.memory_id, "
-                "vec_distance_cosine(v.embedding, %s) FROM ids "
-                "CROSS JOIN vec_memory_embeddings v ON v.memory_id = ids.id",
-                [*ids, sqlite_vec.serialize_float32(case[1])],
+                "SELECT memory_id, vec_distance_cosine(embedding, %s) FROM vec_memory_embeddings "
+                f"WHERE memory_id IN ({placeholders})",
+                [sqlite_vec.serialize_float32(case[1]), *ids],
             )
             cursor.fetchall()
 
@@ -252,22 +291,11 @@ def _probes(pairs, scopes, n: int) -> dict:
 
     def keyword_search(case):
         keyword.search(
-            text=case[0], partitions=partitions, scopes=conditions, k=50, status=Status.ACTIVE
+            text=case[0], partitions=partitions, scopes=conditions, k=k, status=Status.ACTIVE
         )
 
-    def pg_keyword_capped(case):
-        """Rank at most 1000 matching rows instead of all of them."""
-        tsquery = " | ".join(query_terms(case[0]))
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "WITH m AS MATERIALIZED (SELECT id, search_vector FROM memories_memory "
-                "WHERE user_id = %s AND scope = 'user' AND status = 'active' "
-                "AND deleted_at IS NULL AND search_vector @@ to_tsquery('english', %s) "
-                "LIMIT 1000) SELECT id, ts_rank(search_vector, to_tsquery('english', %s), 1) "
-                "AS r FROM m ORDER BY r DESC LIMIT 50",
-                [scopes[0].user_id, tsquery, tsquery],
-            )
-            cursor.fetchall()
+    def keyword_full_ranking(case):
+        _full_keyword_ranking(case[0], scopes[0].user_id, k)
 
     def access_update(case):
         Memory.objects.filter(id__in=case[2][:10]).update(
@@ -281,9 +309,11 @@ def _probes(pairs, scopes, n: int) -> dict:
             access_update(case)
 
     probes = [
+        ("keyword_search", keyword_search),
+        ("keyword_full_ranking", keyword_full_ranking),
+        ("distances", distances),
         ("memory_fetch_full_rows", fetch_full),
         ("memory_fetch_scoring_fields", fetch_scoring_fields),
-        ("keyword_search", keyword_search),
         ("access_update", access_update),
     ]
     if connection.vendor == "sqlite":
@@ -298,20 +328,20 @@ def _probes(pairs, scopes, n: int) -> dict:
                 "FROM vec_memory_embeddings"
             )
         probes += [
-            ("distances_in_list", distances_in),
-            ("distances_values_join", distances_join),
+            ("distances_vec0_in_list", distances_vec0_in_list),
             ("distances_plain_table", distances_plain_table),
         ]
     else:
-        probes += [
-            ("distances_any", distances_in),
-            ("keyword_rank_first_1000", pg_keyword_capped),
-            ("access_update_async_commit", pg_access_update_async_commit),
-        ]
+        probes += [("access_update_async_commit", pg_access_update_async_commit)]
     results = {name: latency_summary(_time(fn, cases)) for name, fn in probes}
     if connection.vendor == "sqlite":
         with connection.cursor() as cursor:
             cursor.execute("DROP TABLE bench_plain_vectors")
+    results["keyword_scan_cap"] = {
+        "scan": settings.RECALL_KEYWORD_SCAN,
+        "queries": len(kept),
+        "full_top10_kept_in_top50": round(float(np.mean(kept)), 3) if kept else None,
+    }
     return results
 
 

@@ -19,11 +19,10 @@ MODES = (
 )
 PROBES = {
     "keyword_search": "keyword search as is",
-    "keyword_rank_first_1000": "PG: rank only the first 1000 matches",
-    "distances_in_list": "SQLite distances as is (vec0, IN list)",
-    "distances_values_join": "SQLite distances, VALUES join",
+    "keyword_full_ranking": "keyword, every match ranked (no scan cap)",
+    "distances": "distances as is (store.distances)",
+    "distances_vec0_in_list": "SQLite distances, one `IN (...)` on vec0",
     "distances_plain_table": "SQLite distances from a plain B-tree table",
-    "distances_any": "PG distances as is",
     "memory_fetch_full_rows": "fetch full Memory rows",
     "memory_fetch_scoring_fields": "fetch scoring fields only",
     "access_update": "access UPDATE",
@@ -194,6 +193,10 @@ def latency_section(name: str, data: dict) -> list[str]:
         f"mode), in process, access counting on; KNN k = {first['candidates_k']} "
         "(RECALL_CANDIDATES), recall top_k = 10",
         "- synthetic memories (see below), bulk-inserted; cells are p50 / p95 in ms",
+        "- timings need an idle machine: with one other busy process on these 2 cores the "
+        "local embedder alone takes ~480 ms instead of ~11 ms (torch's OpenMP threads "
+        "busy-wait), which shows in (ii), the embedding and the HTTP column; see the load "
+        "averages below",
         "",
         "| database | memories | "
         + " | ".join(label for _, label in MODES)
@@ -230,9 +233,9 @@ def latency_section(name: str, data: dict) -> list[str]:
             )
     out += [
         "",
-        "Cheaper alternatives to the slow steps, timed on the same data (bench/latency.py "
-        f"`_probes`, {first.get('breakdown_queries', 50)} queries, ~50 keyword-hit ids each; "
-        "none of them is used by the service), p50 / p95 ms:",
+        "Steps alone and alternatives, timed on the same data (bench/latency.py `_probes`, "
+        f"{first.get('breakdown_queries', 50)} queries, their ~50 keyword-hit ids each; the "
+        "alternatives are not used by the service), p50 / p95 ms:",
         "",
     ]
     columns = [
@@ -249,6 +252,17 @@ def latency_section(name: str, data: dict) -> list[str]:
         ]
         if any(c != "–" for c in cells):
             out.append(f"| {label} | " + " | ".join(cells) + " |")
+    cap = [size.get("probes", {}).get("keyword_scan_cap") for _, size in columns]
+    if any(cap):
+        out.append(
+            "| share of the full keyword ranking's top 10 that the capped search returns "
+            "(RECALL_KEYWORD_SCAN) | "
+            + " | ".join(
+                f"{c['full_top10_kept_in_top50']:.2f}" if c and c.get("queries") else "–"
+                for c in cap
+            )
+            + " |"
+        )
     out += [
         "",
         "HTTP overhead (GET /api/memories/search p50 minus (ii) p50): "
