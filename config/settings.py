@@ -212,7 +212,7 @@ RECALL_SCOPE_BONUS = {
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
 # The keyword half ranks at most this many matches, the newest: a query word that most
 # memories contain would otherwise make every search rank the user's whole history.
-RECALL_KEYWORD_SCAN = env.int("RECALL_KEYWORD_SCAN", default=2000)
+RECALL_KEYWORD_SCAN = env.int("RECALL_KEYWORD_SCAN", default=1_000_000)  # 2000 lost recall at 100k
 RECALL_SEARCH_TOP_K = 10
 RECALL_HINT_TOP_K = 5
 MEMORY_HINT_BUDGET_CHARS = env.int("MEMORY_HINT_BUDGET_CHARS", default=6000)
