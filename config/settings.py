@@ -210,9 +210,10 @@ RECALL_SCOPE_BONUS = {
 }
 # How many candidates each half (vector, keyword) brings before scoring.
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
-# The keyword half ranks at most this many matches, the newest: a query word that most
-# memories contain would otherwise make every search rank the user's whole history.
-RECALL_KEYWORD_SCAN = env.int("RECALL_KEYWORD_SCAN", default=1_000_000)  # 2000 lost recall at 100k
+# PostgreSQL: the keyword half looks memories up by the rarest query words whose estimated
+# matches add up to at most this many rows (words most memories contain would make every
+# search rank the user's whole history); see memories/recall/keyword.py.
+RECALL_KEYWORD_ROW_BUDGET = env.int("RECALL_KEYWORD_ROW_BUDGET", default=1000)
 RECALL_SEARCH_TOP_K = 10
 RECALL_HINT_TOP_K = 5
 MEMORY_HINT_BUDGET_CHARS = env.int("MEMORY_HINT_BUDGET_CHARS", default=6000)

@@ -7,8 +7,7 @@ from collections.abc import Iterable
 from uuid import UUID
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -335,10 +334,22 @@ def memory_bulk_reject(*, memory_ids: Iterable[UUID], actor: User | None) -> int
     return rejected
 
 
-def memory_record_access(*, memory_ids: Iterable[UUID]) -> None:
-    """Recall side effect: one more access and a fresh time, as a single atomic UPDATE."""
-    Memory.objects.filter(id__in=list(memory_ids)).update(
-        access_count=F("access_count") + 1, last_accessed_at=timezone.now()
+def memory_record_access(*, memory_ids: Iterable[UUID]) -> list[Memory]:
+    """Recall side effect: one more access and a fresh time, as a single atomic UPDATE.
+    Returns the updated memories as stored (RETURNING: no second query to read them back)."""
+    ids = [Memory._meta.pk.get_db_prep_value(memory_id, connection) for memory_id in memory_ids]
+    if not ids:
+        return []
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(field.column) for field in Memory._meta.concrete_fields)
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    return list(
+        Memory.objects.raw(
+            f"UPDATE {quote(Memory._meta.db_table)} SET access_count = access_count + 1, "
+            f"last_accessed_at = %s WHERE id IN ({', '.join(['%s'] * len(ids))}) "
+            f"RETURNING {columns}",
+            [now, *ids],
+        )
     )
 
 

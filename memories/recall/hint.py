@@ -56,7 +56,10 @@ def memory_hint(*, query: str, scopes, top_k: int, budget: int) -> tuple[str, li
     hits = memory_recall(query=query, scopes=scopes, top_k=top_k, record_access=False)
     hint, used = hint_build(hits, budget=budget)
     if used:
-        memory_record_access(memory_ids=[hit.memory.id for hit in used])
+        accessed = {
+            memory.id: memory
+            for memory in memory_record_access(memory_ids=[hit.memory.id for hit in used])
+        }
         for hit in used:
-            hit.memory.access_count += 1
+            hit.memory = accessed.get(hit.memory.id, hit.memory)
     return hint, used

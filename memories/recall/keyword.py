@@ -4,16 +4,23 @@ filter (every word must match) and as the keyword half of recall (any word may m
 
 import hashlib
 import re
+import threading
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from functools import reduce
+from operator import or_
+from typing import TYPE_CHECKING, Protocol
 from uuid import UUID
 
+from cachetools import LRUCache, TTLCache
 from django.conf import settings
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
 from memories.models import Memory
+
+if TYPE_CHECKING:
+    from memories.recall.scopes import RecallScope
 
 FTS_TABLE = "fts_memories"
 MAX_TERMS = 32
@@ -37,9 +44,10 @@ class KeywordIndex(Protocol):
     def delete(self, *, memory_ids: Iterable[UUID]) -> None: ...
     def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None: ...
     def search(
-        self, *, text: str, partitions: Sequence[str], scopes: Sequence[Q], k: int, status: str
+        self, *, text: str, scopes: Sequence["RecallScope"], k: int, status: str
     ) -> list[tuple[UUID, float]]:
-        """Up to k (memory id, score > 0) matching any query word, best first."""
+        """Up to k (memory id, score > 0) of these scopes matching any query word, best
+        first."""
 
     def filter_all_words(self, queryset: QuerySet[Memory], text: str) -> QuerySet[Memory]: ...
 
@@ -75,8 +83,9 @@ class SqliteFtsIndex:
                 [[status, i.hex] for i in memory_ids],
             )
 
-    def search(self, *, text, partitions, scopes, k, status):
+    def search(self, *, text, scopes, k, status):
         terms = query_terms(text)
+        partitions = [scope.partition for scope in scopes]
         if not terms or not partitions:
             return []
         match = (
@@ -84,14 +93,13 @@ class SqliteFtsIndex:
             f"AND text : ({_quoted(terms)})"
         )
         with connection.cursor() as cursor:
-            # Newest matches first, at most scan_limit of them ranked (see RECALL_KEYWORD_SCAN).
             cursor.execute(
                 f"SELECT memory_id, -bm25({FTS_TABLE}, 0.0, 1.0, 0.0, 0.0) AS score "
                 f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s AND status = %s "
-                "ORDER BY rowid DESC LIMIT %s",
-                [match, status, settings.RECALL_KEYWORD_SCAN],
+                "ORDER BY score DESC LIMIT %s",
+                [match, status, int(k)],
             )
-            rows = sorted(cursor.fetchall(), key=lambda row: -row[1])[:k]
+            rows = cursor.fetchall()
         # BM25 of a word found in most rows is ~0; keep it as a (weak) positive match.
         return [(UUID(hex=row[0]), max(float(row[1]), 1e-6)) for row in rows]
 
@@ -118,32 +126,44 @@ class PostgresFullTextIndex:
     def set_status(self, *, memory_ids, status):
         pass
 
-    def search(self, *, text, partitions, scopes, k, status):
-        terms = query_terms(text)
-        if not terms or not scopes:
+    def search(self, *, text, scopes, k, status):
+        statement = self.search_sql(text=text, scopes=scopes, k=k, status=status)
+        if statement is None:
             return []
-        tsquery = " | ".join(terms)
-        condition = Q()
-        for scope in scopes:
-            condition |= scope
-        matches = (
-            Memory.objects.filter(condition, status=status, deleted_at__isnull=True)
-            .extra(where=["search_vector @@ to_tsquery('english', %s)"], params=[tsquery])
-            .order_by("-created_at")
-            .values("id")[: settings.RECALL_KEYWORD_SCAN]
-        )
-        # Rank only the newest RECALL_KEYWORD_SCAN matches: ts_rank over every row that
-        # shares a common word with the query is what makes keyword search slow.
-        sql, params = matches.query.sql_with_params()
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT m.id, ts_rank(m.search_vector, to_tsquery('english', %s), 1) AS rank "
-                f"FROM {Memory._meta.db_table} m WHERE m.id IN ({sql}) "
-                "ORDER BY rank DESC LIMIT %s",
-                [tsquery, *params, int(k)],
-            )
+            cursor.execute(*statement)
             rows = cursor.fetchall()
         return [(UUID(str(memory_id)), max(float(rank), 1e-6)) for memory_id, rank in rows]
+
+    def search_sql(self, *, text, scopes, k, status) -> tuple[str, list] | None:
+        """The search as one SELECT of (id, rank) rows, best first, to run alone or inside a
+        larger statement; None when no word can match. Memories are found by the query words
+        within RECALL_KEYWORD_ROW_BUDGET (see lexemes_within_budget) and ranked by all of
+        them."""
+        from memories.recall.scopes import scopes_sql
+
+        terms = query_terms(text)
+        if not terms or not scopes:
+            return None
+        lexemes = lexemes_of(terms)
+        if not lexemes:
+            return None
+        rows = _scope_rows(scopes, status)
+        budget = settings.RECALL_KEYWORD_ROW_BUDGET
+        shares, unlisted_share = _lexeme_shares() if rows > budget else ({}, 0.0)
+        matched = lexemes_within_budget(
+            lexemes, shares=shares, unlisted_share=unlisted_share, rows=rows, budget=budget
+        )
+        if not matched:
+            return None
+        in_scopes, scope_params = scopes_sql(scopes)
+        sql = (
+            "SELECT id, ts_rank(search_vector, %s::tsquery, 1) AS rank "
+            f"FROM {Memory._meta.db_table} WHERE ({in_scopes}) AND status = %s "
+            "AND deleted_at IS NULL AND search_vector @@ %s::tsquery "
+            "ORDER BY rank DESC, id LIMIT %s"
+        )
+        return sql, [_tsquery(lexemes), *scope_params, status, _tsquery(matched), int(k)]
 
     def filter_all_words(self, queryset, text):
         terms = re.findall(r"\w+", text.lower())[:MAX_TERMS]
@@ -153,6 +173,122 @@ class PostgresFullTextIndex:
             where=["search_vector @@ to_tsquery('english', %s)"],
             params=[" & ".join(f"{t}:*" for t in terms)],
         )
+
+
+def lexemes_within_budget(
+    lexemes: Sequence[str],
+    *,
+    shares: dict[str, float],
+    unlisted_share: float,
+    rows: int,
+    budget: int,
+) -> list[str]:
+    """The query words (lexemes) the keyword half looks memories up by.
+
+    Ranking costs time per matching memory, so a search matches on the rarest words whose
+    estimated matches (their share of all memories times the caller's `rows`) add up to at
+    most `budget`; the rest are too common to say which memory is meant (their IDF is near
+    zero) and still count in the ranking of what was found. All words are kept when the
+    caller has at most `budget` memories, or when there are no statistics (shares empty)."""
+    if rows <= budget:
+        return list(lexemes)
+    estimate = {lexeme: shares.get(lexeme, unlisted_share) * rows for lexeme in lexemes}
+    kept: set[str] = set()
+    total = 0.0
+    for lexeme in sorted(lexemes, key=lambda lexeme: (estimate[lexeme], lexeme)):
+        if total + estimate[lexeme] > budget:
+            break
+        kept.add(lexeme)
+        total += estimate[lexeme]
+    return [lexeme for lexeme in lexemes if lexeme in kept]
+
+
+# Counts and statistics a few minutes old are good enough to bound the keyword work.
+STATISTICS_SECONDS = 300
+_statistics = TTLCache(maxsize=10_000, ttl=STATISTICS_SECONDS)
+_statistics_lock = threading.Lock()
+
+
+def _cached(key, compute):
+    key = (connection.alias, connection.settings_dict["NAME"], *key)
+    with _statistics_lock:
+        if key in _statistics:
+            return _statistics[key]
+    value = compute()
+    with _statistics_lock:
+        _statistics[key] = value
+    return value
+
+
+def clear_statistics() -> None:
+    with _statistics_lock:
+        _statistics.clear()
+        _word_lexemes.clear()
+
+
+def _scope_rows(scopes: Sequence["RecallScope"], status: str) -> int:
+    """How many memories of these scopes there are (cached)."""
+    return _cached(
+        ("rows", tuple(sorted(scope.partition for scope in scopes)), status),
+        lambda: Memory.objects.filter(
+            reduce(or_, (scope.condition for scope in scopes)),
+            status=status,
+            deleted_at__isnull=True,
+        ).count(),
+    )
+
+
+def _lexeme_shares() -> tuple[dict[str, float], float]:
+    """The share of memories holding each common lexeme, from the statistics ANALYZE keeps
+    for the tsvector column, and a share no unlisted lexeme exceeds (cached)."""
+
+    def read() -> tuple[dict[str, float], float]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats "
+                "WHERE schemaname = current_schema() AND tablename = %s "
+                "AND attname = 'search_vector'",
+                [Memory._meta.db_table],
+            )
+            row = cursor.fetchone()
+        if not row or not row[0]:
+            return {}, 0.0
+        lexemes, frequencies = row
+        # The frequencies list ends with the minimum, maximum and null share.
+        return dict(zip(lexemes, frequencies, strict=False)), float(frequencies[-3])
+
+    return _cached(("lexeme shares",), read)
+
+
+_word_lexemes: LRUCache = LRUCache(maxsize=100_000)
+
+
+def lexemes_of(words: Sequence[str]) -> list[str]:
+    """The lexemes of these words as the english text search configuration normalises them
+    (the words of earlier queries are remembered, so most searches skip this round trip)."""
+    with _statistics_lock:
+        missing = [word for word in words if word not in _word_lexemes]
+    if missing:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT word, tsvector_to_array(to_tsvector('english', word)) "
+                "FROM unnest(%s::text[]) AS word",
+                [missing],
+            )
+            found = {word: tuple(lexemes) for word, lexemes in cursor.fetchall()}
+        with _statistics_lock:
+            _word_lexemes.update(found)
+    else:
+        found = {}
+    with _statistics_lock:
+        per_word = [found.get(word) or _word_lexemes.get(word, ()) for word in words]
+    return list(dict.fromkeys(lexeme for lexemes in per_word for lexeme in lexemes))
+
+
+def _tsquery(lexemes: Iterable[str]) -> str:
+    """An OR query of already normalised lexemes, quoted so none is read as an operator."""
+    quoted = ("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+    return " | ".join(quoted)
 
 
 def get_keyword_index() -> KeywordIndex:

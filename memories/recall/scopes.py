@@ -1,11 +1,13 @@
 """Which scopes a recall request may draw from (SPEC §4), and how each store filters them."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
+from django.db import connection
 from django.db.models import Q
 
-from memories.models import Persona, Project, Scope, Topic, User, WorkSession
+from memories.models import Memory, Persona, Project, Scope, Topic, User, WorkSession
 from memories.recall.vector_store import partition_key
 
 
@@ -37,6 +39,29 @@ class RecallScope:
             "topic_id": self.topic_id,
         }
         return Q(scope=self.scope, **fields)
+
+
+def _id_param(value):
+    # As the database stores ids (SQLite keeps UUIDs as 32 hex characters).
+    return Memory._meta.pk.get_db_prep_value(value, connection)
+
+
+def scopes_sql(scopes: Sequence[RecallScope], *, prefix: str = "") -> tuple[str, list]:
+    """The same condition as RecallScope.condition, OR-ed over the scopes, as SQL on the
+    memory table (columns prefixed with `prefix`, say "m."), for hand-written statements."""
+    terms, params = [], []
+    for scope in scopes:
+        parts = [f"{prefix}scope = %s"]
+        params.append(scope.scope)
+        for column in ("user_id", "persona_id", "project_id", "topic_id"):
+            value = getattr(scope, column)
+            if value is None:
+                parts.append(f"{prefix}{column} IS NULL")
+            else:
+                parts.append(f"{prefix}{column} = %s")
+                params.append(_id_param(value))
+        terms.append("(" + " AND ".join(parts) + ")")
+    return " OR ".join(terms), params
 
 
 def recall_scopes(

@@ -42,35 +42,41 @@ class PgVectorStore:
         MemoryEmbedding.objects.filter(memory_id__in=list(memory_ids)).update(status=status)
 
     def nearest(self, *, vector, partitions, k, status):
-        """The HNSW index answers for large partitions. An approximate index can come back
-        short (dead index entries before a vacuum, a filter it scans past): then, and for
-        partitions smaller than k, an exact scan of the partitions (B-tree on partition)
-        gives the true nearest."""
         from memories.recall.vector_store import Neighbour
 
         if not partitions or k <= 0:
             return []
-        d = len(vector)
-        params = [Vector(list(vector)).to_text(), d, list(partitions), status, int(k)]
+        sql, params = self.nearest_sql(vector=vector, partitions=partitions, k=k, status=status)
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT memory_id, (vector::vector({d})) <=> %s::vector({d}) AS distance "
-                f"FROM {TABLE} WHERE dimensions = %s AND partition = ANY(%s) AND status = %s "
-                "ORDER BY distance LIMIT %s",
-                params,
-            )
-            rows = cursor.fetchall()
-            if len(rows) < k:
-                # MATERIALIZED keeps the planner from pushing the ORDER BY into the index.
-                cursor.execute(
-                    f"WITH candidates AS MATERIALIZED (SELECT memory_id, vector FROM {TABLE} "
-                    "WHERE dimensions = %s AND partition = ANY(%s) AND status = %s) "
-                    f"SELECT memory_id, (vector::vector({d})) <=> %s::vector({d}) AS distance "
-                    "FROM candidates ORDER BY distance LIMIT %s",
-                    [d, list(partitions), status, params[0], int(k)],
-                )
-                rows = cursor.fetchall()
-        return [Neighbour(UUID(str(row[0])), float(row[1])) for row in rows]
+            cursor.execute(sql, params)
+            return [Neighbour(UUID(str(row[0])), float(row[1])) for row in cursor.fetchall()]
+
+    def nearest_sql(self, *, vector, partitions, k, status) -> tuple[str, list]:
+        """One statement for the k nearest: (memory_id, distance) rows, nearest first.
+
+        The HNSW index answers for large partitions. An approximate index can come back short
+        (dead index entries before a vacuum, a filter it scans past): then, and for partitions
+        smaller than k, the rows of the partitions are scanned exactly (B-tree on partition).
+        The exact part is gated on the count of the index part, so PostgreSQL runs it only
+        when the index came back short."""
+        d = int(len(vector))
+        query = Vector(list(vector)).to_text()
+        distance = f"(vector::vector({d})) <=> %s::vector({d})"
+        where = f"dimensions = {d} AND partition = ANY(%s) AND status = %s"
+        sql = (
+            f"WITH by_index AS MATERIALIZED (SELECT memory_id, {distance} AS distance "
+            f"FROM {TABLE} WHERE {where} ORDER BY distance LIMIT %s), "
+            # MATERIALIZED keeps the planner from pushing the ORDER BY into the index.
+            f"partition_rows AS MATERIALIZED (SELECT memory_id, vector FROM {TABLE} "
+            f"WHERE {where} AND (SELECT count(*) FROM by_index) < %s) "
+            "SELECT memory_id, distance FROM ("
+            "SELECT memory_id, distance FROM by_index WHERE (SELECT count(*) FROM by_index) >= %s "
+            f"UNION ALL (SELECT memory_id, {distance} AS distance FROM partition_rows "
+            "ORDER BY distance LIMIT %s)) AS nearest ORDER BY distance"
+        )
+        partitions = list(partitions)
+        params = [query, partitions, status, k, partitions, status, k, k, query, k]
+        return sql, params
 
     def count(self) -> int:
         return MemoryEmbedding.objects.exclude(vector=None).count()

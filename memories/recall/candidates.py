@@ -1,0 +1,146 @@
+"""The candidates of a recall: the memories either half brings (nearest neighbours, keyword
+hits), with what scoring reads of them.
+
+Two ways to the same rows. On PostgreSQL with a query vector, one statement does it all: the
+nearest neighbours, the keyword hits, their scoring fields and the distances of keyword-only
+hits (each separate query would cost a round trip and a plan as dear as the HNSW search
+itself). Elsewhere the vector store and the keyword index are asked in turn and the rows are
+read after."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import reduce
+from operator import or_
+from uuid import UUID
+
+from django.db import connection
+from django.db.models import Q
+
+from memories.models import Memory, MemoryEmbedding
+from memories.recall.keyword import get_keyword_index
+from memories.recall.scopes import RecallScope, scopes_sql
+from memories.recall.vector_store import get_vector_store
+
+SCORING_FIELDS = (
+    "id",
+    "scope",
+    "importance",
+    "confidence",
+    "updated_at",
+    "last_accessed_at",
+    "access_count",
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    memory_id: UUID
+    similarity: float | None  # cosine similarity; None when there is no query vector
+    keyword: float  # keyword score over the best keyword hit's, 0 when no word matched
+    scope: str
+    importance: float
+    confidence: float
+    updated_at: datetime
+    last_accessed_at: datetime | None
+    access_count: int
+
+
+def find_candidates(
+    *,
+    query: str,
+    vector: Sequence[float] | None,
+    scopes: Sequence[RecallScope],
+    k: int,
+    status: str,
+) -> list[Candidate]:
+    """Up to k nearest neighbours and up to k keyword hits, active in these scopes."""
+    if not scopes:
+        return []
+    if vector is not None and connection.vendor == "postgresql":
+        return _in_one_statement(query=query, vector=vector, scopes=scopes, k=k, status=status)
+    return _step_by_step(query=query, vector=vector, scopes=scopes, k=k, status=status)
+
+
+def _in_scopes(scopes: Sequence[RecallScope]) -> Q:
+    return reduce(or_, (scope.condition for scope in scopes))
+
+
+def _candidates(rows, *, similarity, keyword, has_vector: bool) -> list[Candidate]:
+    best_keyword = max(keyword.values(), default=0.0)
+    return [
+        Candidate(
+            memory_id=row[0],
+            similarity=similarity.get(row[0], 0.0) if has_vector else None,
+            keyword=keyword[row[0]] / best_keyword if row[0] in keyword else 0.0,
+            scope=row[1],
+            importance=row[2],
+            confidence=row[3],
+            updated_at=row[4],
+            last_accessed_at=row[5],
+            access_count=row[6],
+        )
+        for row in rows  # in SCORING_FIELDS order
+    ]
+
+
+def _step_by_step(*, query, vector, scopes, k, status) -> list[Candidate]:
+    partitions = [scope.partition for scope in scopes]
+    similarity: dict[UUID, float] = {}
+    if vector is not None:
+        store = get_vector_store()
+        for hit in store.nearest(vector=vector, partitions=partitions, k=k, status=status):
+            similarity[hit.memory_id] = hit.similarity
+    keyword = dict(get_keyword_index().search(text=query, scopes=scopes, k=k, status=status))
+    if vector is not None:
+        missing = [memory_id for memory_id in keyword if memory_id not in similarity]
+        for hit in store.distances(vector=vector, memory_ids=missing):
+            similarity[hit.memory_id] = hit.similarity
+    ids = set(similarity) | set(keyword)
+    if not ids:
+        return []
+    rows = Memory.objects.filter(
+        _in_scopes(scopes), id__in=ids, status=status, deleted_at__isnull=True
+    ).values_list(*SCORING_FIELDS)
+    return _candidates(rows, similarity=similarity, keyword=keyword, has_vector=vector is not None)
+
+
+def _in_one_statement(*, query, vector, scopes, k, status) -> list[Candidate]:
+    from memories.recall.keyword import PostgresFullTextIndex
+    from memories.recall.vector_store.pgvector import PgVectorStore
+
+    nearest_sql, nearest_params = PgVectorStore().nearest_sql(
+        vector=vector, partitions=[scope.partition for scope in scopes], k=k, status=status
+    )
+    keyword = PostgresFullTextIndex().search_sql(text=query, scopes=scopes, k=k, status=status)
+    keyword_sql, keyword_params = keyword or ("SELECT NULL::uuid AS id, 0.0 AS rank LIMIT 0", [])
+    in_scopes, scope_params = scopes_sql(scopes, prefix="m.")
+    d = int(len(vector))
+    sql = (
+        f"WITH nearest AS MATERIALIZED ({nearest_sql}), "
+        f"keyword AS MATERIALIZED ({keyword_sql}) "
+        f"SELECT {', '.join('m.' + field for field in SCORING_FIELDS)}, keyword.rank, "
+        # The distance of a keyword-only hit is computed here, for that row alone.
+        f"COALESCE(nearest.distance, (SELECT (e.vector::vector({d})) <=> %s::vector({d}) "
+        f"FROM {MemoryEmbedding._meta.db_table} e "
+        f"WHERE e.memory_id = m.id AND e.dimensions = {d})) "
+        f"FROM {Memory._meta.db_table} m "
+        "LEFT JOIN nearest ON nearest.memory_id = m.id LEFT JOIN keyword ON keyword.id = m.id "
+        "WHERE m.id IN (SELECT memory_id FROM nearest UNION SELECT id FROM keyword) "
+        f"AND ({in_scopes}) AND m.status = %s AND m.deleted_at IS NULL"
+    )
+    params = [*nearest_params, *keyword_params, nearest_params[0], *scope_params, status]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    fields = len(SCORING_FIELDS)
+    similarity = {row[0]: 1.0 - float(row[-1]) for row in rows if row[-1] is not None}
+    keyword_scores = {
+        row[0]: max(float(row[fields]), 1e-6) for row in rows if row[fields] is not None
+    }
+    return _candidates(
+        [row[:fields] for row in rows],
+        similarity=similarity,
+        keyword=keyword_scores,
+        has_vector=True,
+    )

@@ -1,0 +1,198 @@
+"""The candidate step of recall: the keyword row budget, the one-statement path of PostgreSQL
+against the step-by-step path, the exact fallback of the HNSW search, and the access UPDATE
+that hands back the stored rows."""
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+
+from memories import services
+from memories.embedders import embed_one
+from memories.models import Memory, Scope, Status
+from memories.recall import candidates, keyword
+from memories.recall.keyword import lexemes_within_budget
+from memories.recall.scopes import RecallScope, recall_scopes, scopes_sql
+from memories.recall.vector_store import get_vector_store, partition_of
+from tests.memories.helpers import bulk_memories, make_memory
+
+SHARES = {"coffe": 0.5, "roast": 0.05, "espresso": 0.001}
+
+
+def test_all_words_are_kept_when_the_caller_has_no_more_memories_than_the_budget():
+    kept = lexemes_within_budget(
+        ["coffe", "roast"], shares=SHARES, unlisted_share=0.0001, rows=900, budget=1000
+    )
+
+    assert kept == ["coffe", "roast"]
+
+
+def test_the_rarest_words_are_kept_while_their_matches_fit_the_budget():
+    kept = lexemes_within_budget(
+        ["coffe", "roast", "espresso"],
+        shares=SHARES,
+        unlisted_share=0.0001,
+        rows=10_000,
+        budget=1000,
+    )
+
+    # espresso ~10 rows, roast ~500 rows: 510 fit; coffee's ~5000 would not.
+    assert kept == ["roast", "espresso"]
+
+
+def test_a_word_missing_from_the_statistics_counts_as_the_rarest_listed_share():
+    kept = lexemes_within_budget(
+        ["coffe", "zanzibar"], shares=SHARES, unlisted_share=0.001, rows=100_000, budget=1000
+    )
+
+    assert kept == ["zanzibar"]
+
+
+def test_no_word_is_kept_when_even_the_rarest_is_too_common():
+    kept = lexemes_within_budget(
+        ["coffe"], shares=SHARES, unlisted_share=0.0001, rows=100_000, budget=1000
+    )
+
+    assert kept == []
+
+
+def test_without_statistics_every_word_is_kept():
+    kept = lexemes_within_budget(
+        ["coffe", "roast"], shares={}, unlisted_share=0.0, rows=100_000, budget=1000
+    )
+
+    assert kept == ["coffe", "roast"]
+
+
+def test_the_sql_of_the_scopes_selects_what_their_orm_condition_selects(owner, world):
+    scopes = recall_scopes(
+        user=owner, topic=world["topic"], project=world["project"], persona=world["persona"]
+    )
+    sql, params = scopes_sql(scopes)
+
+    by_sql = set(Memory.objects.extra(where=[sql], params=params).values_list("key", flat=True))
+    condition = scopes[0].condition
+    for scope in scopes[1:]:
+        condition |= scope.condition
+    by_orm = set(Memory.objects.filter(condition).values_list("key", flat=True))
+
+    assert by_sql == by_orm
+    assert by_sql == {"user", "project", "session", "persona", "persona_user", "pending"}
+
+
+def test_record_access_hands_back_the_stored_rows(owner):
+    memory = make_memory(owner, key="pet", value="I have a golden retriever named Max")
+
+    services.memory_record_access(memory_ids=[memory.id])
+    [returned] = services.memory_record_access(memory_ids=[memory.id])
+
+    memory.refresh_from_db()
+    assert isinstance(returned, Memory)
+    assert returned.id == memory.id
+    assert returned.access_count == memory.access_count == 2
+    assert returned.last_accessed_at == memory.last_accessed_at
+    assert returned.value == memory.value
+    assert services.memory_record_access(memory_ids=[]) == []
+
+
+@pytest.fixture
+def postgresql(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only: SQLite has a single path and no keyword row budget")
+
+
+def test_one_statement_finds_the_same_candidates_as_step_by_step(postgresql, owner, world):
+    make_memory(owner, key="drink", value="Drinks a flat white with oat milk")
+    make_memory(owner, key="sport", value="Plays padel on Tuesdays")
+    scopes = recall_scopes(
+        user=owner, topic=world["topic"], project=world["project"], persona=world["persona"]
+    )
+    query = "which coffee roast in the morning"
+    arguments = {"query": query, "vector": embed_one(query), "scopes": scopes, "status": "active"}
+
+    for k in (2, 50):
+        fused = candidates._in_one_statement(k=k, **arguments)
+        stepwise = candidates._step_by_step(k=k, **arguments)
+
+        by_id = {c.memory_id: c for c in stepwise}
+        assert {c.memory_id for c in fused} == set(by_id)
+        for candidate in fused:
+            twin = by_id[candidate.memory_id]
+            assert candidate.similarity == pytest.approx(twin.similarity, abs=1e-5)
+            assert candidate.keyword == pytest.approx(twin.keyword, abs=1e-5)
+            assert (candidate.scope, candidate.access_count) == (twin.scope, twin.access_count)
+    keys = set(
+        Memory.objects.filter(
+            id__in=[c.memory_id for c in candidates._in_one_statement(k=50, **arguments)]
+        ).values_list("key", flat=True)
+    )
+    assert keys == {"user", "project", "session", "persona", "persona_user", "drink", "sport"}
+
+
+def test_a_word_most_memories_hold_does_not_make_the_keyword_half_rank_them_all(postgresql, owner):
+    for i in range(60):
+        make_memory(owner, key=f"note {i}", value=f"Coffee tasting note number {i}")
+    with_both = make_memory(owner, key="espresso", value="Coffee: a double espresso at nine")
+    rare_only = make_memory(owner, key="machine", value="Bought an espresso machine")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_memory")
+    keyword.clear_statistics()
+    scopes = [RecallScope(Scope.USER, user_id=owner.id)]
+    index = keyword.get_keyword_index()
+
+    with override_settings(RECALL_KEYWORD_ROW_BUDGET=10):
+        bounded = index.search(text="coffee espresso", scopes=scopes, k=50, status="active")
+    with override_settings(RECALL_KEYWORD_ROW_BUDGET=1000):
+        unbounded = index.search(text="coffee espresso", scopes=scopes, k=50, status="active")
+
+    # Found by the rare word alone, ranked by both words.
+    assert [memory_id for memory_id, _ in bounded] == [with_both.id, rare_only.id]
+    assert len(unbounded) == 50
+
+
+def test_quotes_and_backslashes_in_lexemes_cannot_break_the_tsquery(postgresql):
+    query = keyword._tsquery(["it's", "back\\slash", "a | b"])
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::tsquery::text", [query])
+        text = cursor.fetchone()[0]
+
+    assert text == "'it''s' | 'back\\\\slash' | 'a | b'"
+
+
+def test_nearest_is_exact_when_the_index_comes_back_short(postgresql, owner, other):
+    store = get_vector_store()
+    mine = bulk_memories(owner, 5)
+    theirs = bulk_memories(other, 40)
+    for i, memory in enumerate(theirs):
+        store.save(memory=memory, vector=_direction(0.01 * i), model="test")
+    for i, memory in enumerate(mine):
+        store.save(memory=memory, vector=_direction(1.0 + 0.1 * i), model="test")
+    partitions = [partition_of(mine[0])]
+    with connection.cursor() as cursor:
+        # An index walk that looks at the 10 nearest vectors overall (all theirs) and stops.
+        cursor.execute("SET hnsw.ef_search = 10")
+        cursor.execute("SET hnsw.iterative_scan = off")
+        cursor.execute("SET enable_seqscan = off")
+        cursor.execute("SET enable_bitmapscan = off")
+        cursor.execute("SET enable_sort = off")
+        try:
+            sql, params = store.nearest_sql(
+                vector=_direction(0.0), partitions=partitions, k=3, status=Status.ACTIVE
+            )
+            cursor.execute("EXPLAIN " + sql, params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+            nearest = store.nearest(
+                vector=_direction(0.0), partitions=partitions, k=3, status=Status.ACTIVE
+            )
+        finally:
+            cursor.execute("RESET ALL")
+
+    assert "memory_embedding_hnsw_384" in plan
+    assert [n.memory_id for n in nearest] == [m.id for m in mine[:3]]
+
+
+def _direction(angle: float) -> list[float]:
+    """A unit vector in the plane of the first two axes, `angle` radians from the first."""
+    import math
+
+    return [math.cos(angle), math.sin(angle)] + [0.0] * 382
