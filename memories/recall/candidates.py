@@ -109,38 +109,44 @@ def _in_one_statement(*, query, vector, scopes, k, status) -> list[Candidate]:
     from memories.recall.keyword import PostgresFullTextIndex
     from memories.recall.vector_store.pgvector import PgVectorStore
 
+    fields = SCORING_FIELDS[1:]  # after the id
     nearest_sql, nearest_params = PgVectorStore().nearest_sql(
         vector=vector, partitions=[scope.partition for scope in scopes], k=k, status=status
     )
-    keyword = PostgresFullTextIndex().search_sql(text=query, scopes=scopes, k=k, status=status)
-    keyword_sql, keyword_params = keyword or ("SELECT NULL::uuid AS id, 0.0 AS rank LIMIT 0", [])
+    keyword = PostgresFullTextIndex().search_sql(
+        text=query, scopes=scopes, k=k, status=status, columns=fields
+    )
+    if keyword is None:  # no word to look up: no rows, of the same columns
+        keyword = (
+            f"SELECT id, 0.0::real AS rank, {', '.join(fields)} "
+            f"FROM {Memory._meta.db_table} WHERE false",
+            [],
+        )
     in_scopes, scope_params = scopes_sql(scopes, prefix="m.")
     d = int(len(vector))
+    # Keyword hits come with their scoring fields (the keyword search reads their rows
+    # anyway); nearest neighbours that are not keyword hits are read by primary key.
     sql = (
         f"WITH nearest AS MATERIALIZED ({nearest_sql}), "
-        f"keyword AS MATERIALIZED ({keyword_sql}) "
-        f"SELECT {', '.join('m.' + field for field in SCORING_FIELDS)}, keyword.rank, "
-        # The distance of a keyword-only hit is computed here, for that row alone.
+        f"keyword AS MATERIALIZED ({keyword[0]}) "
+        f"SELECT keyword.id, {', '.join('keyword.' + field for field in fields)}, keyword.rank, "
         f"COALESCE(nearest.distance, (SELECT (e.vector::vector({d})) <=> %s::vector({d}) "
         f"FROM {MemoryEmbedding._meta.db_table} e "
-        f"WHERE e.memory_id = m.id AND e.dimensions = {d})) "
-        f"FROM {Memory._meta.db_table} m "
-        "LEFT JOIN nearest ON nearest.memory_id = m.id LEFT JOIN keyword ON keyword.id = m.id "
-        "WHERE m.id IN (SELECT memory_id FROM nearest UNION SELECT id FROM keyword) "
+        f"WHERE e.memory_id = keyword.id AND e.dimensions = {d})) "
+        "FROM keyword LEFT JOIN nearest ON nearest.memory_id = keyword.id "
+        "UNION ALL "
+        f"SELECT m.id, {', '.join('m.' + field for field in fields)}, NULL, nearest.distance "
+        f"FROM nearest JOIN {Memory._meta.db_table} m ON m.id = nearest.memory_id "
+        "WHERE m.id NOT IN (SELECT id FROM keyword) "
         f"AND ({in_scopes}) AND m.status = %s AND m.deleted_at IS NULL"
     )
-    params = [*nearest_params, *keyword_params, nearest_params[0], *scope_params, status]
+    params = [*nearest_params, *keyword[1], nearest_params[0], *scope_params, status]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    fields = len(SCORING_FIELDS)
+    n = len(SCORING_FIELDS)
     similarity = {row[0]: 1.0 - float(row[-1]) for row in rows if row[-1] is not None}
-    keyword_scores = {
-        row[0]: max(float(row[fields]), 1e-6) for row in rows if row[fields] is not None
-    }
+    keyword_scores = {row[0]: max(float(row[n]), 1e-6) for row in rows if row[n] is not None}
     return _candidates(
-        [row[:fields] for row in rows],
-        similarity=similarity,
-        keyword=keyword_scores,
-        has_vector=True,
+        [row[:n] for row in rows], similarity=similarity, keyword=keyword_scores, has_vector=True
     )

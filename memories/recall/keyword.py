@@ -135,11 +135,13 @@ class PostgresFullTextIndex:
             rows = cursor.fetchall()
         return [(UUID(str(memory_id)), max(float(rank), 1e-6)) for memory_id, rank in rows]
 
-    def search_sql(self, *, text, scopes, k, status) -> tuple[str, list] | None:
-        """The search as one SELECT of (id, rank) rows, best first, to run alone or inside a
-        larger statement; None when no word can match. Memories are found by the query words
-        within RECALL_KEYWORD_ROW_BUDGET (see lexemes_within_budget) and ranked by all of
-        them."""
+    def search_sql(
+        self, *, text, scopes, k, status, columns: Sequence[str] = ()
+    ) -> tuple[str, list] | None:
+        """The search as one SELECT of (id, rank, *columns) rows, best first, to run alone or
+        inside a larger statement; None when no word can match. Memories are found by the
+        query words within RECALL_KEYWORD_ROW_BUDGET (see lexemes_within_budget) and ranked
+        by all of them."""
         from memories.recall.scopes import scopes_sql
 
         terms = query_terms(text)
@@ -158,7 +160,8 @@ class PostgresFullTextIndex:
             return None
         in_scopes, scope_params = scopes_sql(scopes)
         sql = (
-            "SELECT id, ts_rank(search_vector, %s::tsquery, 1) AS rank "
+            "SELECT id, ts_rank(search_vector, %s::tsquery, 1) AS rank"
+            f"{''.join(', ' + column for column in columns)} "
             f"FROM {Memory._meta.db_table} WHERE ({in_scopes}) AND status = %s "
             "AND deleted_at IS NULL AND search_vector @@ %s::tsquery "
             "ORDER BY rank DESC, id LIMIT %s"

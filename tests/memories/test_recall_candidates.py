@@ -109,9 +109,11 @@ def test_one_statement_finds_the_same_candidates_as_step_by_step(postgresql, own
     query = "which coffee roast in the morning"
     arguments = {"query": query, "vector": embed_one(query), "scopes": scopes, "status": "active"}
 
-    for k in (2, 50):
-        fused = candidates._in_one_statement(k=k, **arguments)
-        stepwise = candidates._step_by_step(k=k, **arguments)
+    # Keyword hits and neighbours; neighbours alone (no word but stop words).
+    cases = [(k, arguments) for k in (2, 50)] + [(50, {**arguments, "query": "what is it"})]
+    for k, case in cases:
+        fused = candidates._in_one_statement(k=k, **case)
+        stepwise = candidates._step_by_step(k=k, **case)
 
         by_id = {c.memory_id: c for c in stepwise}
         assert {c.memory_id for c in fused} == set(by_id)
