@@ -18,6 +18,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memories.models import Memory, MemoryEmbedding, Scope, Source, Status, User
+from memories.recall import keyword
 from memories.recall.keyword import FTS_TABLE, _partition_token
 from memories.recall.vector_store import partition_key
 
@@ -65,6 +66,9 @@ def load(user: User, items: list[tuple[str, str]], vectors: np.ndarray, *, model
             cursor.execute("ANALYZE")
         else:
             cursor.execute("ANALYZE")
+    # The keyword search caches memory counts and statistics for minutes; a load of
+    # thousands of rows at once is not what that cache is for.
+    keyword.clear_statistics()
     index_seconds = time.perf_counter() - started
     return {
         "rows": len(items),

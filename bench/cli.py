@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for part in parts:
             extra: list[str] = []
-            if part in ("quality", "sweep"):
+            if part in ("quality", "sweep") or (part == "latency" and args.data):
                 extra += ["--data", str(Path(args.data).resolve())]
                 if part == "quality":
                     extra += ["--sweep", args.sweep]

@@ -8,14 +8,22 @@ whatever database the worker was set up on. For each size, over the same queries
   recall+embed  memory_recall through the real embedder
   embed      the embedder alone on one query
   http       GET /api/memories/search (token auth, serialisation) in process, django.test.Client
-and a step-by-step breakdown of `recall` (each store call timed where memory_recall makes it).
-Every timed recall counts accesses (record_access on), as in production."""
+and a breakdown of `recall` (its candidate step, scoring, access UPDATE). Every timed recall
+counts accesses (record_access on), as in production.
+
+The modes are timed interleaved: round j runs mode i on query (j + i*n/modes) mod n, so
+every mode sees every query once, a change in the machine's speed during the run hits all
+modes alike, and no mode runs a query another mode ran just before (which would find its
+index pages in the CPU caches).
+
+With --data, the largest size also measures quality at scale: LOCOMO conversations saved
+among the synthetic memories of the same user, recall@10 of their questions for several
+keyword row budgets (RECALL_KEYWORD_ROW_BUDGET)."""
 
 import re
 import time
 from contextlib import ExitStack
 from unittest import mock
-from uuid import UUID
 
 import numpy as np
 
@@ -30,60 +38,40 @@ class _Timer:
     def __init__(self) -> None:
         self.steps: dict[str, float] = {}
 
-    def add(self, name: str, seconds: float) -> None:
-        self.steps[name] = self.steps.get(name, 0.0) + seconds
-
     def wrap(self, name, fn):
         def timed(*args, **kwargs):
             started = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
-                self.add(name, time.perf_counter() - started)
+                self.steps[name] = self.steps.get(name, 0.0) + time.perf_counter() - started
 
         return timed
 
 
 def _breakdown(queries, vectors, scopes) -> dict:
-    """memory_recall with each of its steps timed (store calls wrapped where recall.py calls
-    them); 'scoring+rest' is what remains: building Q objects, the scoring loop, sorting."""
+    """memory_recall with its steps timed where recall.py calls them: the candidate step
+    (nearest neighbours, keyword hits, scoring fields), the access UPDATE that returns the
+    top_k rows, and what remains (scoring, sorting)."""
     from memories import services
-    from memories.models import Memory
     from memories.recall import recall as recall_module
 
     timer = _Timer()
-    real_store = recall_module.get_vector_store
-    real_keyword = recall_module.get_keyword_index
-    real_access = services.memory_record_access
-
-    class TimedStore:
-        def __init__(self) -> None:
-            store = real_store()
-            self.nearest = timer.wrap("nearest", store.nearest)
-            self.distances = timer.wrap("distances", store.distances)
-
-    class TimedKeyword:
-        def __init__(self) -> None:
-            self.search = timer.wrap("keyword", real_keyword().search)
-
-    class TimedMemory:
-        class objects:  # noqa: N801 - stands in for Memory.objects
-            @staticmethod
-            def filter(*args, **kwargs):
-                started = time.perf_counter()
-                rows = list(Memory.objects.filter(*args, **kwargs))
-                timer.add("memory_fetch", time.perf_counter() - started)
-                return rows
-
     per_step: dict[str, list[float]] = {}
     totals = []
     with ExitStack() as stack:
-        stack.enter_context(mock.patch.object(recall_module, "get_vector_store", TimedStore))
-        stack.enter_context(mock.patch.object(recall_module, "get_keyword_index", TimedKeyword))
-        stack.enter_context(mock.patch.object(recall_module, "Memory", TimedMemory))
         stack.enter_context(
             mock.patch.object(
-                services, "memory_record_access", timer.wrap("access_update", real_access)
+                recall_module,
+                "find_candidates",
+                timer.wrap("candidates", recall_module.find_candidates),
+            )
+        )
+        stack.enter_context(
+            mock.patch.object(
+                services,
+                "memory_record_access",
+                timer.wrap("access_update", services.memory_record_access),
             )
         )
         for query, vector in zip(queries, vectors, strict=True):
@@ -104,14 +92,20 @@ def _breakdown(queries, vectors, scopes) -> dict:
     }
 
 
-def _time(fn, items) -> list[float]:
-    for item in items[:WARM_UP]:
-        fn(item)
-    seconds = []
-    for item in items:
-        started = time.perf_counter()
-        fn(item)
-        seconds.append(time.perf_counter() - started)
+def _time_interleaved(modes: dict, items: list) -> dict[str, list[float]]:
+    """Seconds per call of each mode over all items, interleaved (see the module doc)."""
+    for fn in modes.values():
+        for item in items[:WARM_UP]:
+            fn(item)
+    n = len(items)
+    shift = max(1, n // len(modes))
+    seconds: dict[str, list[float]] = {name: [] for name in modes}
+    for j in range(n):
+        for i, (name, fn) in enumerate(modes.items()):
+            item = items[(j + i * shift) % n]
+            started = time.perf_counter()
+            fn(item)
+            seconds[name].append(time.perf_counter() - started)
     return seconds
 
 
@@ -152,13 +146,7 @@ def _plans(vector, partitions, query, scopes) -> dict:
                 [f"text : ({_quoted(query_terms(query))})"],
             )
             out["keyword_matches"] = cursor.fetchone()[0]
-    hits = get_keyword_index().search(
-        text=query,
-        partitions=partitions,
-        scopes=[s.condition for s in scopes],
-        k=50,
-        status=Status.ACTIVE,
-    )
+    hits = get_keyword_index().search(text=query, scopes=scopes, k=50, status=Status.ACTIVE)
     out["keyword_hits_returned"] = len(hits)
     return out
 
@@ -180,173 +168,128 @@ def _profile(fn, items, *, sort: str = "tottime", limit: int = 15) -> list[str]:
     return [re.sub(r"/\S*/(site-packages|python3\.\d+)/", "", line) for line in lines[-limit - 1 :]]
 
 
-def _full_keyword_ranking(query: str, user_id, k: int) -> list:
-    """The keyword half without RECALL_KEYWORD_SCAN: every match ranked (BM25 on SQLite,
-    ts_rank on PostgreSQL), best k ids. The reference for what the scan cap leaves out."""
+def _probes(pairs, scopes) -> dict:
+    """Parts of recall alone and next to their alternatives, on the same data and queries
+    (interleaved like the modes): the keyword search with and without the row budget, and on
+    PostgreSQL the candidate step in one statement against step by step."""
+    from django.conf import settings
+    from django.test.utils import override_settings
+
+    from memories.models import Status
+    from memories.recall import candidates
+    from memories.recall.keyword import get_keyword_index
+
+    keyword = get_keyword_index()
+    k = settings.RECALL_CANDIDATES
+
+    def keyword_search(pair):
+        keyword.search(text=pair[0], scopes=scopes, k=k, status=Status.ACTIVE)
+
+    def keyword_unbounded(pair):
+        with override_settings(RECALL_KEYWORD_ROW_BUDGET=10**9):
+            keyword_search(pair)
+
+    def one_statement(pair):
+        candidates.find_candidates(
+            query=pair[0], vector=pair[1], scopes=scopes, k=k, status=Status.ACTIVE
+        )
+
+    def step_by_step(pair):
+        candidates._step_by_step(
+            query=pair[0], vector=pair[1], scopes=scopes, k=k, status=Status.ACTIVE
+        )
+
+    probes = {"keyword_search": keyword_search}
     from django.db import connection
 
-    from memories.models import Scope
-    from memories.recall.keyword import FTS_TABLE, _partition_token, _quoted, query_terms
-    from memories.recall.vector_store import partition_key
+    if connection.vendor == "postgresql":
+        probes |= {
+            "keyword_unbounded": keyword_unbounded,
+            "candidates_one_statement": one_statement,
+            "candidates_step_by_step": step_by_step,
+        }
+    seconds = _time_interleaved(probes, pairs)
+    return {name: latency_summary(values) for name, values in seconds.items()}
 
-    terms = query_terms(query)
-    if not terms:
-        return []
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            token = _partition_token(partition_key(scope=Scope.USER, user_id=user_id))
-            cursor.execute(
-                f"SELECT memory_id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s "
-                f"AND status = 'active' ORDER BY bm25({FTS_TABLE}, 0.0, 1.0, 0.0, 0.0) LIMIT %s",
-                [f'part : ("{token}") AND text : ({_quoted(terms)})', k],
+
+SCALE_BUDGETS = (10**9, 2000, 1000, 700, 500)
+SCALE_CONVERSATIONS = 2
+
+
+def _scale_quality(data: str, user, scopes, embedder) -> dict:
+    """LOCOMO conversations saved among the user's synthetic memories (through
+    memory_create, vectors from the embedder); recall@10 of their questions, access counting
+    off so every budget sees the same counts. PostgreSQL: per keyword row budget."""
+    from django.db import connection
+    from django.test.utils import override_settings
+
+    from bench import locomo
+    from bench.metrics import recall_at
+    from memories.models import Scope, Source
+    from memories.recall import keyword
+    from memories.recall.recall import memory_recall
+    from memories.services import memory_create
+
+    conversations = locomo.load(data, limit=SCALE_CONVERSATIONS)
+    keys = {}
+    for conversation in conversations:
+        texts = [f"{conversation.sample_id}:{t.dia_id}: {t.text}" for t in conversation.turns]
+        for turn, vector in zip(conversation.turns, embedder.embed(texts), strict=True):
+            memory = memory_create(
+                actor=None,
+                scope=Scope.USER,
+                user=user,
+                key=f"{conversation.sample_id}:{turn.dia_id}",
+                value=turn.text,
+                source=Source.CONVERSATION,
+                vector=vector,
             )
-            return [UUID(hex=row[0]) for row in cursor.fetchall()]
-        tsquery = " | ".join(terms)
-        cursor.execute(
-            "SELECT id FROM memories_memory WHERE user_id = %s AND scope = 'user' "
-            "AND status = 'active' AND deleted_at IS NULL "
-            "AND search_vector @@ to_tsquery('english', %s) "
-            "ORDER BY ts_rank(search_vector, to_tsquery('english', %s), 1) DESC LIMIT %s",
-            [user_id, tsquery, tsquery, k],
-        )
-        return [UUID(str(row[0])) for row in cursor.fetchall()]
-
-
-def _probes(pairs, scopes, n: int) -> dict:
-    """Steps of memory_recall timed alone and next to alternatives, on the same data and
-    queries, to back the suggested fixes (the alternatives are not used by the service).
-    Also how much of the full keyword ranking the RECALL_KEYWORD_SCAN cap keeps."""
-    import sqlite_vec
-    from django.conf import settings
-    from django.db import connection, transaction
-    from django.db.models import F
-    from django.utils import timezone
-
-    from memories.models import Memory, Status
-    from memories.recall.keyword import get_keyword_index
-    from memories.recall.vector_store import get_vector_store
-
-    store = get_vector_store()
-    keyword = get_keyword_index()
-    partitions = [s.partition for s in scopes]
-    conditions = [s.condition for s in scopes]
-    k = settings.RECALL_CANDIDATES
-    cases, kept = [], []
-    for query, vector in pairs[:n]:
-        hits = keyword.search(
-            text=query, partitions=partitions, scopes=conditions, k=k, status=Status.ACTIVE
-        )
-        ids = [memory_id for memory_id, _ in hits]
-        cases.append((query, vector, ids))
-        full_top = _full_keyword_ranking(query, scopes[0].user_id, 10)
-        if full_top:
-            kept.append(len(set(full_top) & set(ids)) / len(full_top))
-
-    def distances(case):
-        store.distances(vector=case[1], memory_ids=case[2])
-
-    def distances_vec0_in_list(case):
-        """One statement, `memory_id IN (...)` on the vec0 table (vec0 scans it all)."""
-        ids = [i.hex for i in case[2]]
-        if not ids:
-            return
-        placeholders = ", ".join(["%s"] * len(ids))
+            keys[memory.id] = turn.dia_id
+    if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT memory_id, vec_distance_cosine(embedding, %s) FROM vec_memory_embeddings "
-                f"WHERE memory_id IN ({placeholders})",
-                [sqlite_vec.serialize_float32(case[1]), *ids],
-            )
-            cursor.fetchall()
-
-    def distances_plain_table(case):
-        """The same distances from a plain B-tree table (memory_id primary key, vector blob)."""
-        ids = [i.hex for i in case[2]]
-        if not ids:
-            return
-        placeholders = ", ".join(["%s"] * len(ids))
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT memory_id, vec_distance_cosine(embedding, %s) FROM bench_plain_vectors "
-                f"WHERE memory_id IN ({placeholders})",
-                [sqlite_vec.serialize_float32(case[1]), *ids],
-            )
-            cursor.fetchall()
-
-    def fetch_full(case):
-        list(Memory.objects.filter(id__in=case[2], status=Status.ACTIVE))
-
-    def fetch_scoring_fields(case):
-        list(
-            Memory.objects.filter(id__in=case[2], status=Status.ACTIVE).values_list(
-                "id",
-                "scope",
-                "importance",
-                "confidence",
-                "updated_at",
-                "last_accessed_at",
-                "access_count",
-            )
+            cursor.execute("ANALYZE memories_memory")
+    keyword.clear_statistics()
+    questions = [q for conversation in conversations for q in conversation.questions]
+    vectors = [list(map(float, v)) for v in embedder.embed([q.text for q in questions])]
+    budgets = SCALE_BUDGETS if connection.vendor == "postgresql" else (None,)
+    rows = []
+    for budget in budgets:
+        overrides = {} if budget is None else {"RECALL_KEYWORD_ROW_BUDGET": budget}
+        recalls, seconds = [], []
+        with override_settings(**overrides):
+            for question, vector in zip(questions, vectors, strict=True):
+                started = time.perf_counter()
+                hits = memory_recall(
+                    query=question.text,
+                    scopes=scopes,
+                    top_k=TOP_K,
+                    record_access=False,
+                    query_vector=vector,
+                )
+                seconds.append(time.perf_counter() - started)
+                ranked = [keys.get(hit.memory.id, "") for hit in hits]
+                recalls.append(recall_at(ranked, question.evidence, TOP_K))
+        rows.append(
+            {
+                "budget": budget,
+                "recall@10": round(float(np.mean(recalls)), 4),
+                "latency": latency_summary(seconds),
+            }
         )
-
-    def keyword_search(case):
-        keyword.search(
-            text=case[0], partitions=partitions, scopes=conditions, k=k, status=Status.ACTIVE
-        )
-
-    def keyword_full_ranking(case):
-        _full_keyword_ranking(case[0], scopes[0].user_id, k)
-
-    def access_update(case):
-        Memory.objects.filter(id__in=case[2][:10]).update(
-            access_count=F("access_count") + 1, last_accessed_at=timezone.now()
-        )
-
-    def pg_access_update_async_commit(case):
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL synchronous_commit TO OFF")
-            access_update(case)
-
-    probes = [
-        ("keyword_search", keyword_search),
-        ("keyword_full_ranking", keyword_full_ranking),
-        ("distances", distances),
-        ("memory_fetch_full_rows", fetch_full),
-        ("memory_fetch_scoring_fields", fetch_scoring_fields),
-        ("access_update", access_update),
-    ]
-    if connection.vendor == "sqlite":
-        with connection.cursor() as cursor:
-            cursor.execute("DROP TABLE IF EXISTS bench_plain_vectors")
-            cursor.execute(
-                "CREATE TABLE bench_plain_vectors (memory_id TEXT PRIMARY KEY, embedding BLOB) "
-                "WITHOUT ROWID"
-            )
-            cursor.execute(
-                "INSERT INTO bench_plain_vectors SELECT memory_id, embedding "
-                "FROM vec_memory_embeddings"
-            )
-        probes += [
-            ("distances_vec0_in_list", distances_vec0_in_list),
-            ("distances_plain_table", distances_plain_table),
-        ]
-    else:
-        probes += [("access_update_async_commit", pg_access_update_async_commit)]
-    results = {name: latency_summary(_time(fn, cases)) for name, fn in probes}
-    if connection.vendor == "sqlite":
-        with connection.cursor() as cursor:
-            cursor.execute("DROP TABLE bench_plain_vectors")
-    results["keyword_scan_cap"] = {
-        "scan": settings.RECALL_KEYWORD_SCAN,
-        "queries": len(kept),
-        "full_top10_kept_in_top50": round(float(np.mean(kept)), 3) if kept else None,
+    return {
+        "conversations": [c.sample_id for c in conversations],
+        "memories_added": len(keys),
+        "questions": len(questions),
+        "rows": rows,
     }
-    return results
 
 
 def run(
-    *, sizes: list[int], queries: int, http_queries: int = 100, breakdown_queries: int = 50
+    *,
+    sizes: list[int],
+    queries: int,
+    breakdown_queries: int = 50,
+    data: str | None = None,
 ) -> dict:
     from django.conf import settings
     from django.test import Client
@@ -407,22 +350,27 @@ def run(
         load["generate_seconds"] = round(generate_seconds, 1)
         loaded = size
         started = time.perf_counter()
-        modes = {}
-        for name, fn, n in (
-            ("knn", knn, queries),
-            ("recall", recall, queries),
-            ("embed", embed, queries),
-            ("recall_embed", recall_embed, queries),
-            ("http", http, http_queries),
-        ):
-            modes[name] = latency_summary(_time(fn, pairs[:n]))
+        seconds = _time_interleaved(
+            {
+                "knn": knn,
+                "recall": recall,
+                "embed": embed,
+                "recall_embed": recall_embed,
+                "http": http,
+            },
+            pairs,
+        )
+        modes = {name: latency_summary(values) for name, values in seconds.items()}
         n = breakdown_queries
         breakdown = _breakdown(query_texts[:n], query_vectors[:n], scopes)
-        probes = _probes(pairs, scopes, n)
+        probes = _probes(pairs, scopes)
         profile = {
             "recall_by_own_time": _profile(recall, pairs[:n]),
             "http_by_cumulative_time": _profile(http, pairs[:n], sort="cumulative", limit=40),
         }
+        scale = (
+            _scale_quality(data, user, scopes, embedder) if data and size == max(sizes) else None
+        )
         results.append(
             {
                 "memories": size,
@@ -438,13 +386,14 @@ def run(
                 "probes": probes,
                 "profile": profile,
                 "plans": _plans(query_vectors[0], partitions, query_texts[0], scopes),
+                "scale_quality": scale,
                 "query_seconds": round(time.perf_counter() - started, 1),
             }
         )
     return {
         "queries": queries,
-        "http_queries": http_queries,
         "breakdown_queries": breakdown_queries,
+        "keyword_row_budget": settings.RECALL_KEYWORD_ROW_BUDGET,
         "candidates_k": k,
         "vocabulary_words": len(words),
         "vocabulary_embed_seconds": round(vocabulary_seconds, 1),

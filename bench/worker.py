@@ -17,7 +17,6 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--sweep", choices=["auto", "always", "never"], default="auto")
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--http-queries", type=int, default=100)
     parser.add_argument("--breakdown-queries", type=int, default=50)
     args = parser.parse_args(argv)
 
@@ -41,8 +40,8 @@ def main(argv: list[str]) -> None:
         result = latency.run(
             sizes=[int(s) for s in args.sizes.split(",") if s],
             queries=args.queries,
-            http_queries=min(args.http_queries, args.queries),
             breakdown_queries=min(args.breakdown_queries, args.queries),
+            data=args.data,
         )
     result["database"] = dj.database_info()
     result["migrate_seconds"] = round(setup_seconds, 1)
