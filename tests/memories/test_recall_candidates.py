@@ -198,3 +198,18 @@ def _direction(angle: float) -> list[float]:
     import math
 
     return [math.cos(angle), math.sin(angle)] + [0.0] * 382
+
+
+def test_access_updates_are_hot_updates_that_leave_the_indexes_alone(postgresql, owner):
+    memories = bulk_memories(owner, 400)  # packed pages, as a table of older memories
+    spread = [memory.id for memory in memories[::40]]  # one memory on each of ten pages
+
+    services.memory_record_access(memory_ids=spread)
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_stat_get_xact_tuples_updated('memories_memory'::regclass), "
+            "pg_stat_get_xact_tuples_hot_updated('memories_memory'::regclass)"
+        )
+        updated, hot = cursor.fetchone()
+    assert updated == hot == len(spread)
