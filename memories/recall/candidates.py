@@ -9,7 +9,7 @@ read after."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import reduce
 from operator import or_
 from uuid import UUID
@@ -129,13 +129,13 @@ def _in_one_statement(*, query, vector, scopes, k, status) -> list[Candidate]:
     sql = (
         f"WITH nearest AS MATERIALIZED ({nearest_sql}), "
         f"keyword AS MATERIALIZED ({keyword[0]}) "
-        f"SELECT keyword.id, {', '.join('keyword.' + field for field in fields)}, keyword.rank, "
+        f"SELECT keyword.id, {_columns('keyword', fields)}, keyword.rank, "
         f"COALESCE(nearest.distance, (SELECT (e.vector::vector({d})) <=> %s::vector({d}) "
         f"FROM {MemoryEmbedding._meta.db_table} e "
         f"WHERE e.memory_id = keyword.id AND e.dimensions = {d})) "
         "FROM keyword LEFT JOIN nearest ON nearest.memory_id = keyword.id "
         "UNION ALL "
-        f"SELECT m.id, {', '.join('m.' + field for field in fields)}, NULL, nearest.distance "
+        f"SELECT m.id, {_columns('m', fields)}, NULL, nearest.distance "
         f"FROM nearest JOIN {Memory._meta.db_table} m ON m.id = nearest.memory_id "
         "WHERE m.id NOT IN (SELECT id FROM keyword) "
         f"AND ({in_scopes}) AND m.status = %s AND m.deleted_at IS NULL"
@@ -147,6 +147,30 @@ def _in_one_statement(*, query, vector, scopes, k, status) -> list[Candidate]:
     n = len(SCORING_FIELDS)
     similarity = {row[0]: 1.0 - float(row[-1]) for row in rows if row[-1] is not None}
     keyword_scores = {row[0]: max(float(row[n]), 1e-6) for row in rows if row[n] is not None}
+    timestamps = [SCORING_FIELDS.index(field) for field in EPOCH_FIELDS]
     return _candidates(
-        [row[:n] for row in rows], similarity=similarity, keyword=keyword_scores, has_vector=True
+        [_with_datetimes(row[:n], timestamps) for row in rows],
+        similarity=similarity,
+        keyword=keyword_scores,
+        has_vector=True,
     )
+
+
+# Read as seconds since the epoch: psycopg reads a float ~10 times faster than a timestamp,
+# and a recall reads some 200 of them.
+EPOCH_FIELDS = ("updated_at", "last_accessed_at")
+
+
+def _columns(alias: str, fields) -> str:
+    return ", ".join(
+        f"date_part('epoch', {alias}.{field})" if field in EPOCH_FIELDS else f"{alias}.{field}"
+        for field in fields
+    )
+
+
+def _with_datetimes(row: tuple, positions: list[int]) -> list:
+    row = list(row)
+    for i in positions:
+        if row[i] is not None:
+            row[i] = datetime.fromtimestamp(row[i], tz=UTC)
+    return row
