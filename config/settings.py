@@ -213,7 +213,7 @@ RECALL_SCOPE_BONUS = {
 }
 # How many candidates each half (vector, keyword) brings before scoring.
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
-# PostgreSQL: the keyword half looks memories up by the rarest query words whose estimated
+# The keyword half looks memories up by the rarest query words whose estimated
 # matches add up to at most this many rows, and ranks what it found by all the words. Ranking
 # costs time per matching row, and a word most memories hold says nothing about which one is
 # meant. With LOCOMO conversations inside 100k memories, recall@10 was flat from 600 to 2000

@@ -88,6 +88,11 @@ class SqliteFtsIndex:
         partitions = [scope.partition for scope in scopes]
         if not terms or not partitions:
             return []
+        # BM25 already weighs words by their rarity, so what is found is ranked by the words
+        # it was found by.
+        terms = _words_within_budget(terms, scopes, status, shares_of=_fts_term_shares)
+        if not terms:
+            return []
         match = (
             f"part : ({_quoted(_partition_token(p) for p in partitions)}) "
             f"AND text : ({_quoted(terms)})"
@@ -150,11 +155,8 @@ class PostgresFullTextIndex:
         lexemes = lexemes_of(terms)
         if not lexemes:
             return None
-        rows = _scope_rows(scopes, status)
-        budget = settings.RECALL_KEYWORD_ROW_BUDGET
-        shares, unlisted_share = _lexeme_shares() if rows > budget else ({}, 0.0)
-        matched = lexemes_within_budget(
-            lexemes, shares=shares, unlisted_share=unlisted_share, rows=rows, budget=budget
+        matched = _words_within_budget(
+            lexemes, scopes, status, shares_of=lambda _lexemes: _lexeme_shares()
         )
         if not matched:
             return None
@@ -204,6 +206,19 @@ def lexemes_within_budget(
         kept.add(lexeme)
         total += estimate[lexeme]
     return [lexeme for lexeme in lexemes if lexeme in kept]
+
+
+def _words_within_budget(words, scopes, status, *, shares_of) -> list[str]:
+    """lexemes_within_budget for the caller's memories; `shares_of(words)` gives the shares
+    (and the share of an unlisted word) only when the caller has more than the budget."""
+    rows = _scope_rows(scopes, status)
+    budget = settings.RECALL_KEYWORD_ROW_BUDGET
+    if rows <= budget:
+        return list(words)
+    shares, unlisted_share = shares_of(words)
+    return lexemes_within_budget(
+        words, shares=shares, unlisted_share=unlisted_share, rows=rows, budget=budget
+    )
 
 
 # Counts and statistics a few minutes old are good enough to bound the keyword work.
@@ -261,6 +276,30 @@ def _lexeme_shares() -> tuple[dict[str, float], float]:
         return dict(zip(lexemes, frequencies, strict=False)), float(frequencies[-3])
 
     return _cached(("lexeme shares",), read)
+
+
+def _fts_term_shares(terms: Sequence[str]) -> tuple[dict[str, float], float]:
+    """The share of all memories each query word is found in (FTS5 stems it as it indexes;
+    counting a word's matches reads only its doclist). Cached per word."""
+
+    def count(match: str | None) -> int:
+        with connection.cursor() as cursor:
+            if match is None:
+                cursor.execute(f"SELECT count(*) FROM {FTS_TABLE}")
+            else:
+                cursor.execute(
+                    f"SELECT count(*) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [match]
+                )
+            return cursor.fetchone()[0]
+
+    total = _cached(("fts rows",), lambda: count(None))
+    if not total:
+        return {}, 0.0
+    counts = {
+        term: _cached(("fts term", term), lambda term=term: count(f'text : "{term}"'))
+        for term in terms
+    }
+    return {term: n / total for term, n in counts.items()}, 0.0
 
 
 _word_lexemes: LRUCache = LRUCache(maxsize=100_000)

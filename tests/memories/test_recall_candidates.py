@@ -97,7 +97,7 @@ def test_record_access_hands_back_the_stored_rows(owner):
 @pytest.fixture
 def postgresql(db):
     if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL only: SQLite has a single path and no keyword row budget")
+        pytest.skip("PostgreSQL only")
 
 
 def test_one_statement_finds_the_same_candidates_as_step_by_step(postgresql, owner, world):
@@ -130,13 +130,14 @@ def test_one_statement_finds_the_same_candidates_as_step_by_step(postgresql, own
     assert keys == {"user", "project", "session", "persona", "persona_user", "drink", "sport"}
 
 
-def test_a_word_most_memories_hold_does_not_make_the_keyword_half_rank_them_all(postgresql, owner):
+def test_a_word_most_memories_hold_does_not_make_the_keyword_half_rank_them_all(owner):
     for i in range(60):
         make_memory(owner, key=f"note {i}", value=f"Coffee tasting note number {i}")
-    with_both = make_memory(owner, key="espresso", value="Coffee: a double espresso at nine")
+    with_both = make_memory(owner, key="order", value="A double espresso, coffee at nine")
     rare_only = make_memory(owner, key="machine", value="Bought an espresso machine")
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_memory")
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE memories_memory")
     keyword.clear_statistics()
     scopes = [RecallScope(Scope.USER, user_id=owner.id)]
     index = keyword.get_keyword_index()
@@ -146,8 +147,11 @@ def test_a_word_most_memories_hold_does_not_make_the_keyword_half_rank_them_all(
     with override_settings(RECALL_KEYWORD_ROW_BUDGET=1000):
         unbounded = index.search(text="coffee espresso", scopes=scopes, k=50, status="active")
 
-    # Found by the rare word alone, ranked by both words.
-    assert [memory_id for memory_id, _ in bounded] == [with_both.id, rare_only.id]
+    # Found by the rare word alone.
+    assert {memory_id for memory_id, _ in bounded} == {with_both.id, rare_only.id}
+    if connection.vendor == "postgresql":
+        # ts_rank has no IDF: what was found is ranked by every word of the query.
+        assert [memory_id for memory_id, _ in bounded] == [with_both.id, rare_only.id]
     assert len(unbounded) == 50
 
 
