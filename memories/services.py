@@ -343,11 +343,20 @@ def memory_record_access(*, memory_ids: Iterable[UUID]) -> list[Memory]:
     quote = connection.ops.quote_name
     columns = ", ".join(quote(field.column) for field in Memory._meta.concrete_fields)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
+    # On PostgreSQL, when the UPDATE is a transaction of its own, its commit does not wait for
+    # the WAL to reach the disk: a crash may lose the last fraction of a second of access
+    # counts (never part of an update), and no search waits on the disk. (set_config with
+    # is_local applies to the current transaction only, so none is set inside a larger one.)
+    asynchronous_commit = (
+        " FROM (SELECT set_config('synchronous_commit', 'off', true)) AS asynchronous_commit"
+        if connection.vendor == "postgresql" and not connection.in_atomic_block
+        else ""
+    )
     return list(
         Memory.objects.raw(
             f"UPDATE {quote(Memory._meta.db_table)} SET access_count = access_count + 1, "
-            f"last_accessed_at = %s WHERE id IN ({', '.join(['%s'] * len(ids))}) "
-            f"RETURNING {columns}",
+            f"last_accessed_at = %s{asynchronous_commit} "
+            f"WHERE id IN ({', '.join(['%s'] * len(ids))}) RETURNING {columns}",
             [now, *ids],
         )
     )

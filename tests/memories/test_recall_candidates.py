@@ -3,7 +3,7 @@ against the step-by-step path, the exact fallback of the HNSW search, and the ac
 that hands back the stored rows."""
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test import override_settings
 
 from memories import services
@@ -13,6 +13,7 @@ from memories.recall import candidates, keyword
 from memories.recall.keyword import lexemes_within_budget
 from memories.recall.scopes import RecallScope, recall_scopes, scopes_sql
 from memories.recall.vector_store import get_vector_store, partition_of
+from tests.conftest import make_user
 from tests.memories.helpers import bulk_memories, make_memory
 
 SHARES = {"coffe": 0.5, "roast": 0.05, "espresso": 0.001}
@@ -217,3 +218,24 @@ def test_access_updates_are_hot_updates_that_leave_the_indexes_alone(postgresql,
         )
         updated, hot = cursor.fetchone()
     assert updated == hot == len(spread)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_asynchronous_commit_of_access_updates_stays_inside_their_own_transaction():
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only")
+    user = make_user("async")
+    memory = make_memory(user, key="pet", value="I have a golden retriever named Max")
+
+    [alone] = services.memory_record_access(memory_ids=[memory.id])
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        after_alone = cursor.fetchone()[0]
+        with transaction.atomic():
+            [inside] = services.memory_record_access(memory_ids=[memory.id])
+            cursor.execute("SHOW synchronous_commit")
+            inside_transaction = cursor.fetchone()[0]
+
+    memory.refresh_from_db()
+    assert (alone.access_count, inside.access_count, memory.access_count) == (1, 2, 2)
+    assert after_alone == inside_transaction == "on"
