@@ -212,7 +212,7 @@ def _probes(pairs, scopes) -> dict:
     return {name: latency_summary(values) for name, values in seconds.items()}
 
 
-SCALE_BUDGETS = (10**9, 2000, 1000, 700, 500)
+SCALE_BUDGETS = (10**9, 2000, 1000, 700, 500, 400)
 SCALE_CONVERSATIONS = 2
 
 
