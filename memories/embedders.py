@@ -1,6 +1,7 @@
 """Embedders behind one interface, chosen by settings.EMBEDDER: local, openai or none."""
 
 import functools
+import gc
 import logging
 import threading
 from typing import Protocol
@@ -38,6 +39,11 @@ class LocalEmbedder:
         )
         # The model is shared by the threads of one process; torch modules are not re-entrant.
         self._lock = threading.Lock()
+        # Loading the model leaves some 400,000 long-lived objects that every full garbage
+        # collection would walk again (~270 ms, a pause in whatever request is running).
+        # Frozen, the collector leaves them alone; they live as long as the process anyway.
+        gc.collect()
+        gc.freeze()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         with self._lock:

@@ -62,3 +62,12 @@ def test_the_local_embedder_uses_the_configured_torch_threads(settings):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_loading_the_local_model_leaves_its_objects_to_no_garbage_collection():
+    import gc
+
+    gc.unfreeze()
+    LocalEmbedder()
+
+    assert gc.get_freeze_count() > 100_000
