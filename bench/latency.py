@@ -218,8 +218,8 @@ SCALE_CONVERSATIONS = 2
 
 def _scale_quality(data: str, user, scopes, embedder) -> dict:
     """LOCOMO conversations saved among the user's synthetic memories (through
-    memory_create, vectors from the embedder); recall@10 of their questions, access counting
-    off so every budget sees the same counts. PostgreSQL: per keyword row budget."""
+    memory_create, vectors from the embedder); recall@10 of their questions per keyword row
+    budget, access counting off so every budget sees the same counts."""
     from django.db import connection
     from django.test.utils import override_settings
 
@@ -251,7 +251,7 @@ def _scale_quality(data: str, user, scopes, embedder) -> dict:
     keyword.clear_statistics()
     questions = [q for conversation in conversations for q in conversation.questions]
     vectors = [list(map(float, v)) for v in embedder.embed([q.text for q in questions])]
-    budgets = SCALE_BUDGETS if connection.vendor == "postgresql" else (None,)
+    budgets = SCALE_BUDGETS
     rows = []
     for budget in budgets:
         overrides = {} if budget is None else {"RECALL_KEYWORD_ROW_BUDGET": budget}

@@ -191,10 +191,8 @@ def latency_section(name: str, data: dict) -> list[str]:
         "- modes interleaved: round j runs mode i on query (j + i·n/modes) mod n, so machine "
         "speed changes hit every mode alike and no mode reuses a query another mode just ran",
         "- synthetic memories (see below), bulk-inserted; cells are p50 / p95 in ms",
-        "- timings need an idle machine: with one other busy process on these 2 cores the "
-        "local embedder alone takes ~480 ms instead of ~11 ms (torch's OpenMP threads "
-        "busy-wait), which shows in (ii), the embedding and the HTTP column; see the load "
-        "averages below",
+        "- timings need an idle machine (2 cores); the load averages before and after each "
+        "database are below",
         "",
         "| database | memories | "
         + " | ".join(label for _, label in MODES)
@@ -329,7 +327,7 @@ def scale_quality_lines(latency: dict) -> list[str]:
         "",
         "Quality at scale: LOCOMO conversations saved among the synthetic memories of the same "
         "user (through memory_create), recall@10 of their questions (categories 1-4 with "
-        "evidence), access counting off; on PostgreSQL for several keyword row budgets "
+        "evidence), access counting off, for several keyword row budgets "
         "(RECALL_KEYWORD_ROW_BUDGET; 'none' ranks every match). Latency is memory_recall "
         "with the vector given, p50 / p95 ms, not interleaved.",
         "",
@@ -340,7 +338,10 @@ def scale_quality_lines(latency: dict) -> list[str]:
         scale = size["scale_quality"]
         for row in scale["rows"]:
             budget = row["budget"]
-            label = "–" if budget is None else ("none" if budget >= 10**9 else f"{budget:,}")
+            if budget is None:
+                label = f"{latency[database].get('keyword_row_budget', '?')} (default)"
+            else:
+                label = "none" if budget >= 10**9 else f"{budget:,}"
             out.append(
                 f"| {database} | {size['memories'] + scale['memories_added']:,} | "
                 f"{scale['questions']} | {label} | {row['recall@10']:.3f} | "

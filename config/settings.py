@@ -216,10 +216,10 @@ RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
 # The keyword half looks memories up by the rarest query words whose estimated matches add
 # up to at most this many rows (PostgreSQL ranks what it found by all the words). Ranking
 # costs time per matching row, and a word most memories hold says nothing about which one is
-# meant. With LOCOMO conversations among 100k memories, recall@10 was flat from 500 to 2000
-# rows and fell at 400; LOCOMO alone (under 700 memories a user) was the same at 500 as with
-# no budget. See memories/recall/keyword.py and docs/benchmarks.md.
-RECALL_KEYWORD_ROW_BUDGET = env.int("RECALL_KEYWORD_ROW_BUDGET", default=500)
+# meant. With LOCOMO conversations among 100k memories, recall@10 on PostgreSQL was flat
+# from 700 to 2000 rows and 3-4 points lower at 500 (two of three runs); see
+# memories/recall/keyword.py and docs/benchmarks.md.
+RECALL_KEYWORD_ROW_BUDGET = env.int("RECALL_KEYWORD_ROW_BUDGET", default=700)
 RECALL_SEARCH_TOP_K = 10
 RECALL_HINT_TOP_K = 5
 MEMORY_HINT_BUDGET_CHARS = env.int("MEMORY_HINT_BUDGET_CHARS", default=6000)
