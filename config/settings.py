@@ -217,7 +217,7 @@ RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
 # up to at most this many rows (PostgreSQL ranks what it found by all the words). Ranking
 # costs time per matching row, and a word most memories hold says nothing about which one is
 # meant. With LOCOMO conversations among 100k memories, recall@10 on PostgreSQL was flat
-# from 700 to 2000 rows and 3-4 points lower at 500 (two of three runs); see
+# from 700 to 2000 rows and up to 4 points lower at 500 (in two of four runs); see
 # memories/recall/keyword.py and docs/benchmarks.md.
 RECALL_KEYWORD_ROW_BUDGET = env.int("RECALL_KEYWORD_ROW_BUDGET", default=700)
 RECALL_SEARCH_TOP_K = 10
