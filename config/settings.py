@@ -95,8 +95,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test-memory.sqlite3")}
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Filtered HNSW searches keep scanning until they have enough rows (pgvector 0.8).
+    # No JIT: recall's statement carries an exact-scan branch that runs only when the index
+    # comes back short, but its estimated cost grows with the user's memories; past
+    # jit_above_cost PostgreSQL would spend tens of ms compiling every search with LLVM.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
-        "options", "-c hnsw.iterative_scan=relaxed_order"
+        "options", "-c hnsw.iterative_scan=relaxed_order -c jit=off"
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

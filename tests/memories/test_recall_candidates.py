@@ -239,3 +239,13 @@ def test_the_asynchronous_commit_of_access_updates_stays_inside_their_own_transa
     memory.refresh_from_db()
     assert (alone.access_count, inside.access_count, memory.access_count) == (1, 2, 2)
     assert after_alone == inside_transaction == "on"
+
+
+def test_postgresql_connections_search_without_jit_and_with_iterative_hnsw_scans(postgresql):
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        jit = cursor.fetchone()[0]
+        cursor.execute("SHOW hnsw.iterative_scan")
+        iterative_scan = cursor.fetchone()[0]
+
+    assert (jit, iterative_scan) == ("off", "relaxed_order")
