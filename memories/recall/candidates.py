@@ -10,16 +10,13 @@ read after."""
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import reduce
-from operator import or_
 from uuid import UUID
 
 from django.db import connection
-from django.db.models import Q
 
 from memories.models import Memory, MemoryEmbedding
 from memories.recall.keyword import get_keyword_index
-from memories.recall.scopes import RecallScope, scopes_sql
+from memories.recall.scopes import RecallScope, scopes_condition, scopes_sql
 from memories.recall.vector_store import get_vector_store
 
 SCORING_FIELDS = (
@@ -62,10 +59,6 @@ def find_candidates(
     return _step_by_step(query=query, vector=vector, scopes=scopes, k=k, status=status)
 
 
-def _in_scopes(scopes: Sequence[RecallScope]) -> Q:
-    return reduce(or_, (scope.condition for scope in scopes))
-
-
 def _candidates(rows, *, similarity, keyword, has_vector: bool) -> list[Candidate]:
     best_keyword = max(keyword.values(), default=0.0)
     return [
@@ -100,9 +93,29 @@ def _step_by_step(*, query, vector, scopes, k, status) -> list[Candidate]:
     if not ids:
         return []
     rows = Memory.objects.filter(
-        _in_scopes(scopes), id__in=ids, status=status, deleted_at__isnull=True
+        scopes_condition(scopes), id__in=ids, status=status, deleted_at__isnull=True
     ).values_list(*SCORING_FIELDS)
     return _candidates(rows, similarity=similarity, keyword=keyword, has_vector=vector is not None)
+
+
+# Read as seconds since the epoch: psycopg reads a float ~10 times faster than a timestamp,
+# and a recall reads some 200 of them.
+EPOCH_FIELDS = ("updated_at", "last_accessed_at")
+
+
+def _columns(alias: str, fields) -> str:
+    return ", ".join(
+        f"date_part('epoch', {alias}.{field})" if field in EPOCH_FIELDS else f"{alias}.{field}"
+        for field in fields
+    )
+
+
+def _with_datetimes(row: tuple, positions: list[int]) -> list:
+    row = list(row)
+    for i in positions:
+        if row[i] is not None:
+            row[i] = datetime.fromtimestamp(row[i], tz=UTC)
+    return row
 
 
 def _in_one_statement(*, query, vector, scopes, k, status) -> list[Candidate]:
@@ -154,23 +167,3 @@ def _in_one_statement(*, query, vector, scopes, k, status) -> list[Candidate]:
         keyword=keyword_scores,
         has_vector=True,
     )
-
-
-# Read as seconds since the epoch: psycopg reads a float ~10 times faster than a timestamp,
-# and a recall reads some 200 of them.
-EPOCH_FIELDS = ("updated_at", "last_accessed_at")
-
-
-def _columns(alias: str, fields) -> str:
-    return ", ".join(
-        f"date_part('epoch', {alias}.{field})" if field in EPOCH_FIELDS else f"{alias}.{field}"
-        for field in fields
-    )
-
-
-def _with_datetimes(row: tuple, positions: list[int]) -> list:
-    row = list(row)
-    for i in positions:
-        if row[i] is not None:
-            row[i] = datetime.fromtimestamp(row[i], tz=UTC)
-    return row

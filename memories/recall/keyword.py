@@ -6,9 +6,7 @@ import hashlib
 import re
 import threading
 from collections.abc import Iterable, Sequence
-from functools import reduce
-from operator import or_
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 from uuid import UUID
 
 from cachetools import LRUCache, TTLCache
@@ -18,9 +16,7 @@ from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
 from memories.models import Memory
-
-if TYPE_CHECKING:
-    from memories.recall.scopes import RecallScope
+from memories.recall.scopes import RecallScope, scopes_condition, scopes_sql
 
 FTS_TABLE = "fts_memories"
 MAX_TERMS = 32
@@ -44,7 +40,7 @@ class KeywordIndex(Protocol):
     def delete(self, *, memory_ids: Iterable[UUID]) -> None: ...
     def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None: ...
     def search(
-        self, *, text: str, scopes: Sequence["RecallScope"], k: int, status: str
+        self, *, text: str, scopes: Sequence[RecallScope], k: int, status: str
     ) -> list[tuple[UUID, float]]:
         """Up to k (memory id, score > 0) of these scopes matching any query word, best
         first."""
@@ -147,8 +143,6 @@ class PostgresFullTextIndex:
         inside a larger statement; None when no word can match. Memories are found by the
         query words within RECALL_KEYWORD_ROW_BUDGET (see lexemes_within_budget) and ranked
         by all of them."""
-        from memories.recall.scopes import scopes_sql
-
         terms = query_terms(text)
         if not terms or not scopes:
             return None
@@ -244,14 +238,12 @@ def clear_statistics() -> None:
         _word_lexemes.clear()
 
 
-def _scope_rows(scopes: Sequence["RecallScope"], status: str) -> int:
+def _scope_rows(scopes: Sequence[RecallScope], status: str) -> int:
     """How many memories of these scopes there are (cached)."""
     return _cached(
         ("rows", tuple(sorted(scope.partition for scope in scopes)), status),
         lambda: Memory.objects.filter(
-            reduce(or_, (scope.condition for scope in scopes)),
-            status=status,
-            deleted_at__isnull=True,
+            scopes_condition(scopes), status=status, deleted_at__isnull=True
         ).count(),
     )
 
@@ -309,22 +301,19 @@ def lexemes_of(words: Sequence[str]) -> list[str]:
     """The lexemes of these words as the english text search configuration normalises them
     (the words of earlier queries are remembered, so most searches skip this round trip)."""
     with _statistics_lock:
-        missing = [word for word in words if word not in _word_lexemes]
-    if missing:
+        known = {word: _word_lexemes[word] for word in words if word in _word_lexemes}
+    if len(known) < len(set(words)):
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT word, tsvector_to_array(to_tsvector('english', word)) "
                 "FROM unnest(%s::text[]) AS word",
-                [missing],
+                [[word for word in words if word not in known]],
             )
             found = {word: tuple(lexemes) for word, lexemes in cursor.fetchall()}
+        known |= found
         with _statistics_lock:
             _word_lexemes.update(found)
-    else:
-        found = {}
-    with _statistics_lock:
-        per_word = [found.get(word) or _word_lexemes.get(word, ()) for word in words]
-    return list(dict.fromkeys(lexeme for lexemes in per_word for lexeme in lexemes))
+    return list(dict.fromkeys(lexeme for word in words for lexeme in known[word]))
 
 
 def _tsquery(lexemes: Iterable[str]) -> str:

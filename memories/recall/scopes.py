@@ -41,6 +41,14 @@ class RecallScope:
         return Q(scope=self.scope, **fields)
 
 
+def scopes_condition(scopes: Sequence[RecallScope]) -> Q:
+    """Any of these scopes, as a filter on Memory."""
+    condition = Q()
+    for scope in scopes:
+        condition |= scope.condition
+    return condition
+
+
 def _id_param(value):
     # As the database stores ids (SQLite keeps UUIDs as 32 hex characters).
     return Memory._meta.pk.get_db_prep_value(value, connection)
