@@ -220,6 +220,22 @@ def test_access_updates_are_hot_updates_that_leave_the_indexes_alone(postgresql,
     assert updated == hot == len(spread)
 
 
+def test_new_memories_go_straight_into_the_keyword_index_not_a_pending_list(postgresql, owner):
+    make_memory(owner, key="pet", value="I have a golden retriever named Max")
+    bulk_memories(owner, 50)
+
+    with connection.cursor() as cursor:
+        # The number of pending-list pages it merged: the pages every search would read.
+        cursor.execute("SELECT gin_clean_pending_list('memory_search_vector_gin'::regclass)")
+        pending_pages = cursor.fetchone()[0]
+        cursor.execute(
+            "SELECT reloptions FROM pg_class WHERE oid = 'memory_search_vector_gin'::regclass"
+        )
+        options = cursor.fetchone()[0]
+    assert pending_pages == 0
+    assert options == ["fastupdate=off"]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_asynchronous_commit_of_access_updates_stays_inside_their_own_transaction():
     if connection.vendor != "postgresql":
