@@ -8,8 +8,8 @@ itself). Elsewhere the vector store and the keyword index are asked in turn and 
 read after."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 from uuid import UUID
 
 from django.db import connection
@@ -30,8 +30,7 @@ SCORING_FIELDS = (
 )
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):  # a tuple: a recall builds some 100 of them
     memory_id: UUID
     similarity: float | None  # cosine similarity; None when there is no query vector
     keyword: float  # keyword score over the best keyword hit's, 0 when no word matched
@@ -59,13 +58,15 @@ def find_candidates(
     return _step_by_step(query=query, vector=vector, scopes=scopes, k=k, status=status)
 
 
-def _candidates(rows, *, similarity, keyword, has_vector: bool) -> list[Candidate]:
-    best_keyword = max(keyword.values(), default=0.0)
+def _candidates(rows, *, similarities, keywords) -> list[Candidate]:
+    """Candidates from rows in SCORING_FIELDS order, with each row's similarity (None without
+    a query vector) and raw keyword score (None when no word matched), position by position."""
+    best_keyword = max((k for k in keywords if k is not None), default=0.0)
     return [
         Candidate(
             memory_id=row[0],
-            similarity=similarity.get(row[0], 0.0) if has_vector else None,
-            keyword=keyword[row[0]] / best_keyword if row[0] in keyword else 0.0,
+            similarity=similarity,
+            keyword=keyword / best_keyword if keyword is not None else 0.0,
             scope=row[1],
             importance=row[2],
             confidence=row[3],
@@ -73,7 +74,7 @@ def _candidates(rows, *, similarity, keyword, has_vector: bool) -> list[Candidat
             last_accessed_at=row[5],
             access_count=row[6],
         )
-        for row in rows  # in SCORING_FIELDS order
+        for row, similarity, keyword in zip(rows, similarities, keywords, strict=True)
     ]
 
 
@@ -92,10 +93,16 @@ def _step_by_step(*, query, vector, scopes, k, status) -> list[Candidate]:
     ids = set(similarity) | set(keyword)
     if not ids:
         return []
-    rows = Memory.objects.filter(
-        scopes_condition(scopes), id__in=ids, status=status, deleted_at__isnull=True
-    ).values_list(*SCORING_FIELDS)
-    return _candidates(rows, similarity=similarity, keyword=keyword, has_vector=vector is not None)
+    rows = list(
+        Memory.objects.filter(
+            scopes_condition(scopes), id__in=ids, status=status, deleted_at__isnull=True
+        ).values_list(*SCORING_FIELDS)
+    )
+    return _candidates(
+        rows,
+        similarities=[similarity.get(row[0], 0.0) if vector is not None else None for row in rows],
+        keywords=[keyword.get(row[0]) for row in rows],
+    )
 
 
 # Read as seconds since the epoch: psycopg reads a float ~10 times faster than a timestamp,
@@ -158,12 +165,10 @@ def _in_one_statement(*, query, vector, scopes, k, status) -> list[Candidate]:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     n = len(SCORING_FIELDS)
-    similarity = {row[0]: 1.0 - float(row[-1]) for row in rows if row[-1] is not None}
-    keyword_scores = {row[0]: max(float(row[n]), 1e-6) for row in rows if row[n] is not None}
     timestamps = [SCORING_FIELDS.index(field) for field in EPOCH_FIELDS]
     return _candidates(
         [_with_datetimes(row[:n], timestamps) for row in rows],
-        similarity=similarity,
-        keyword=keyword_scores,
-        has_vector=True,
+        # A keyword-only hit without a stored vector has no distance.
+        similarities=[1.0 - float(row[-1]) if row[-1] is not None else 0.0 for row in rows],
+        keywords=[max(float(row[n]), 1e-6) if row[n] is not None else None for row in rows],
     )

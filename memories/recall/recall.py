@@ -62,7 +62,8 @@ def memory_recall(
         )
         if score is not None:
             scored.append((candidate.memory_id, score))
-    scored.sort(key=lambda pair: (-pair[1].total, str(pair[0])))
+    # Ties go by id (UUID.int orders as its text does, without building the text).
+    scored.sort(key=lambda pair: (-pair[1].total, pair[0].int))
     scored = scored[:top_k]
     if not scored:
         return []

@@ -100,17 +100,25 @@ def score(
     """The memory's score, or None when it is below the relevance floor."""
     if relevance_value < weights.relevance_floor:
         return None
-    parts = {
-        "relevance": weights.relevance * relevance_value,
-        "importance": weights.importance * importance,
-        "recency": weights.recency
-        * recency(
-            updated_at=updated_at,
-            last_accessed_at=last_accessed_at,
-            now=now,
-            half_life_days=weights.half_life_days,
-        ),
-        "frequency": weights.frequency * frequency(access_count),
-        "scope_bonus": weights.scope_bonus.get(scope, 0.0),
-    }
-    return Score(total=sum(parts.values()), **parts)
+    weighted_relevance = weights.relevance * relevance_value
+    weighted_importance = weights.importance * importance
+    weighted_recency = weights.recency * recency(
+        updated_at=updated_at,
+        last_accessed_at=last_accessed_at,
+        now=now,
+        half_life_days=weights.half_life_days,
+    )
+    weighted_frequency = weights.frequency * frequency(access_count)
+    bonus = weights.scope_bonus.get(scope, 0.0)
+    return Score(
+        total=weighted_relevance
+        + weighted_importance
+        + weighted_recency
+        + weighted_frequency
+        + bonus,
+        relevance=weighted_relevance,
+        importance=weighted_importance,
+        recency=weighted_recency,
+        frequency=weighted_frequency,
+        scope_bonus=bonus,
+    )
