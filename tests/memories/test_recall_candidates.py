@@ -236,6 +236,29 @@ def test_new_memories_go_straight_into_the_keyword_index_not_a_pending_list(post
     assert options == ["fastupdate=off"]
 
 
+def test_word_frequencies_come_from_a_sample_of_up_to_300000_memories(postgresql, owner):
+    # At the default target ANALYZE reads 30,000 rows, which tests cannot tell from all of
+    # theirs; what they can check is the setting, and that the frequencies recall's budget
+    # reads come from it.
+    make_memory(owner, key="pet", value="I have a golden retriever named Max")
+    Memory.objects.bulk_create(
+        Memory(user=owner, key=f"walk {i}", value="golden hour walks") for i in range(20)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attstattarget FROM pg_attribute "
+            "WHERE attrelid = 'memories_memory'::regclass AND attname = 'search_vector'"
+        )
+        target = cursor.fetchone()[0]
+        cursor.execute("ANALYZE memories_memory")
+    keyword.clear_statistics()
+    shares, _ = keyword._lexeme_shares()
+
+    assert target == 1000
+    assert shares["golden"] == pytest.approx(21 / 21)
+    assert shares["retriev"] == pytest.approx(1 / 21)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_asynchronous_commit_of_access_updates_stays_inside_their_own_transaction():
     if connection.vendor != "postgresql":
