@@ -219,10 +219,10 @@ RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
 # The keyword half looks memories up by the rarest query words whose estimated matches add
 # up to at most this many rows (PostgreSQL ranks what it found by all the words). Ranking
 # costs time per matching row, and a word most memories hold says nothing about which one is
-# meant. With LOCOMO conversations among 100k memories, recall@10 on PostgreSQL was flat
-# from 700 to 2000 rows and up to 4 points lower at 500 (in two of four runs); see
-# memories/recall/keyword.py and docs/benchmarks.md.
-RECALL_KEYWORD_ROW_BUDGET = env.int("RECALL_KEYWORD_ROW_BUDGET", default=700)
+# meant. With the five LOCOMO dev conversations among 100k memories, recall@10 on
+# PostgreSQL was flat from 400 to 2000 rows (0.543-0.551; 0.550 at 500) and 0.538 with no
+# budget; see memories/recall/keyword.py and bench/README.md.
+RECALL_KEYWORD_ROW_BUDGET = env.int("RECALL_KEYWORD_ROW_BUDGET", default=500)
 RECALL_SEARCH_TOP_K = 10
 RECALL_HINT_TOP_K = 5
 MEMORY_HINT_BUDGET_CHARS = env.int("MEMORY_HINT_BUDGET_CHARS", default=6000)
