@@ -216,7 +216,7 @@ SCALE_BUDGETS = (10**9, 2000, 1000, 700, 500, 400)
 SCALE_CONVERSATIONS = 2
 
 
-def _scale_quality(data: str, user, scopes, embedder) -> dict:
+def _scale_quality(data: str, user, embedder) -> dict:
     """LOCOMO conversations saved among the user's synthetic memories (through
     memory_create, vectors from the embedder); recall@10 of their questions per keyword row
     budget, access counting off so every budget sees the same counts."""
@@ -225,9 +225,9 @@ def _scale_quality(data: str, user, scopes, embedder) -> dict:
 
     from bench import locomo
     from bench.metrics import recall_at
+    from bench.quality import _service_rankings
     from memories.models import Scope, Source
     from memories.recall import keyword
-    from memories.recall.recall import memory_recall
     from memories.services import memory_create
 
     conversations = locomo.load(data, limit=SCALE_CONVERSATIONS)
@@ -251,24 +251,17 @@ def _scale_quality(data: str, user, scopes, embedder) -> dict:
     keyword.clear_statistics()
     questions = [q for conversation in conversations for q in conversation.questions]
     vectors = [list(map(float, v)) for v in embedder.embed([q.text for q in questions])]
-    budgets = SCALE_BUDGETS
+    users = {conversation.sample_id: user for conversation in conversations}
     rows = []
-    for budget in budgets:
-        overrides = {} if budget is None else {"RECALL_KEYWORD_ROW_BUDGET": budget}
-        recalls, seconds = [], []
-        with override_settings(**overrides):
-            for question, vector in zip(questions, vectors, strict=True):
-                started = time.perf_counter()
-                hits = memory_recall(
-                    query=question.text,
-                    scopes=scopes,
-                    top_k=TOP_K,
-                    record_access=False,
-                    query_vector=vector,
-                )
-                seconds.append(time.perf_counter() - started)
-                ranked = [keys.get(hit.memory.id, "") for hit in hits]
-                recalls.append(recall_at(ranked, question.evidence, TOP_K))
+    for budget in SCALE_BUDGETS:
+        with override_settings(RECALL_KEYWORD_ROW_BUDGET=budget):
+            rankings, seconds, _ = _service_rankings(
+                conversations, users, keys, record_access=False, query_vectors=vectors
+            )
+        recalls = [
+            recall_at(ranked, question.evidence, TOP_K)
+            for ranked, question in zip(rankings, questions, strict=True)
+        ]
         rows.append(
             {
                 "budget": budget,
@@ -368,9 +361,7 @@ def run(
             "recall_by_own_time": _profile(recall, pairs[:n]),
             "http_by_cumulative_time": _profile(http, pairs[:n], sort="cumulative", limit=40),
         }
-        scale = (
-            _scale_quality(data, user, scopes, embedder) if data and size == max(sizes) else None
-        )
+        scale = _scale_quality(data, user, embedder) if data and size == max(sizes) else None
         results.append(
             {
                 "memories": size,

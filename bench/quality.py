@@ -75,7 +75,9 @@ class Memory_:
 def _service_rankings(
     conversations, users, keys, *, record_access=True, weights=None, query_vectors=None
 ):
-    """memory_recall for every question, in dataset order. Returns rankings and seconds."""
+    """memory_recall for every question, in dataset order, in the scopes of the
+    conversation's user (`users` by sample_id); a hit ranks as its `keys` entry ("" for a
+    memory not in `keys`). Returns rankings, seconds and how many came back short."""
     from memories.recall.recall import memory_recall
     from memories.recall.scopes import recall_scopes
 
@@ -94,7 +96,7 @@ def _service_rankings(
                 query_vector=None if query_vectors is None else query_vectors[i],
             )
             seconds.append(time.perf_counter() - started)
-            rankings.append([keys[hit.memory.id] for hit in hits])
+            rankings.append([keys.get(hit.memory.id, "") for hit in hits])
             short += len(hits) < TOP_K
             i += 1
     return rankings, seconds, short

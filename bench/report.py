@@ -69,11 +69,14 @@ def _meta_lines(name: str, data: dict) -> list[str]:
     ]
 
 
+def _section_start(title: str, name: str, data: dict, part: str) -> tuple[list, list, dict]:
+    """A section's heading and run details, its databases and the first database's block."""
+    databases = list(data[part])
+    return ["## " + title, "", *_meta_lines(name, data)], databases, data[part][databases[0]]
+
+
 def quality_section(name: str, data: dict) -> list[str]:
-    out = ["## Recall quality on LOCOMO dev", ""]
-    out += _meta_lines(name, data)
-    databases = list(data["quality"])
-    first = data["quality"][databases[0]]
+    out, databases, first = _section_start("Recall quality on LOCOMO dev", name, data, "quality")
     out += [
         f"- {first['queries']} queries (categories 1-4 with evidence) over {first['memories']} "
         f"turns of {len(first['conversations'])} conversations; one fresh user per "
@@ -179,10 +182,7 @@ def sweep_section(sweeps: list) -> list[str]:
 
 
 def latency_section(name: str, data: dict) -> list[str]:
-    out = ["## Search latency, one user", ""]
-    out += _meta_lines(name, data)
-    databases = list(data["latency"])
-    first = data["latency"][databases[0]]
+    out, databases, first = _section_start("Search latency, one user", name, data, "latency")
     out += [
         f"- {first['queries']} synthetic queries per size (after 10 untimed warm-up calls per "
         f"mode), in process, access counting on; KNN k = {first['candidates_k']} "
