@@ -244,12 +244,18 @@ def _scale_quality(data: str, user, embedder) -> dict:
                 source=Source.CONVERSATION,
                 vector=vector,
             )
-            keys[memory.id] = turn.dia_id
+            # Both conversations number their turns alike (D1:3, ...): key by both.
+            keys[memory.id] = memory.key
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE memories_memory")
     keyword.clear_statistics()
     questions = [q for conversation in conversations for q in conversation.questions]
+    evidence_keys = [
+        frozenset(f"{conversation.sample_id}:{dia_id}" for dia_id in question.evidence)
+        for conversation in conversations
+        for question in conversation.questions
+    ]
     vectors = [list(map(float, v)) for v in embedder.embed([q.text for q in questions])]
     users = {conversation.sample_id: user for conversation in conversations}
     rows = []
@@ -259,8 +265,8 @@ def _scale_quality(data: str, user, embedder) -> dict:
                 conversations, users, keys, record_access=False, query_vectors=vectors
             )
         recalls = [
-            recall_at(ranked, question.evidence, TOP_K)
-            for ranked, question in zip(rankings, questions, strict=True)
+            recall_at(ranked, evidence, TOP_K)
+            for ranked, evidence in zip(rankings, evidence_keys, strict=True)
         ]
         rows.append(
             {
