@@ -122,9 +122,13 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BYTES", default=1_048_576)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
+        "memories.api.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "memories.api.permissions.KeyHasScope",
+    ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["memories.api.parsers.SafeJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "memories.api.pagination.DataPagination",
@@ -132,6 +136,10 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "memories.api.errors.exception_handler",
 }
+
+# A service key with X-User-Id: <external id> acts as that end user, created on first use
+# unless this is off (then POST /api/users creates end users first).
+AUTO_PROVISION_USERS = env.bool("AUTO_PROVISION_USERS", default=True)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Memory service API",
@@ -183,6 +191,8 @@ MEMORY_VALUE_MAX_LENGTH = env.int("MEMORY_VALUE_MAX_LENGTH", default=4000)
 MEMORY_CATEGORY_MAX_LENGTH = 100
 MESSAGE_CONTENT_MAX_LENGTH = env.int("MESSAGE_CONTENT_MAX_LENGTH", default=32_000)
 BULK_IDS_MAX = 500
+# Items in one batch write (memories, messages).
+BATCH_MAX_ITEMS = 500
 
 LOGGING = {
     "version": 1,

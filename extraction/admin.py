@@ -6,7 +6,7 @@ from extraction.models import ExtractionRun, ExtractionState
 @admin.register(ExtractionRun)
 class ExtractionRunAdmin(admin.ModelAdmin):
     list_display = [
-        "started_at",
+        "created_at",
         "source_kind",
         "source_id",
         "status",

@@ -2,8 +2,10 @@
 
 import uuid
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from memories.models import Topic, WorkSession
 
@@ -40,18 +42,25 @@ class ExtractionState(models.Model):
 
 
 class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
     DONE = "done"
     SKIPPED = "skipped"
     FAILED = "failed"
 
 
 class ExtractionRun(models.Model):
-    """One extraction attempt on one source, with its outcome."""
+    """One extraction attempt on one source, from the moment it is queued to its outcome.
+    `task_id` is what the extraction endpoints answer and GET /api/extraction-runs/{task_id}
+    reads; a run made without a task uses its own id there."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
+    )
     source_kind = models.CharField(max_length=16, choices=SourceKind.choices)
     source_id = models.UUIDField()
-    task_id = models.CharField(max_length=64, blank=True, default="")
+    task_id = models.CharField(max_length=64, unique=True)
     status = models.CharField(max_length=16, choices=RunStatus.choices)
     reason = models.CharField(max_length=300, blank=True, default="")
     extractor = models.CharField(max_length=16, blank=True, default="")
@@ -61,13 +70,16 @@ class ExtractionRun(models.Model):
     merged = models.PositiveIntegerField(default=0)
     skipped = models.PositiveIntegerField(default=0)
     attempts = models.PositiveIntegerField(default=0)
-    started_at = models.DateTimeField(auto_now_add=True)
+    memory_ids = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [
-            models.Index(fields=["source_kind", "source_id", "-started_at"]),
-            models.Index(fields=["started_at"]),
+            models.Index(fields=["source_kind", "source_id", "-created_at"]),
+            models.Index(fields=["created_at"]),
+            models.Index(fields=["user", "-created_at"]),
         ]
 
     def __str__(self) -> str:

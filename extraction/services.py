@@ -114,10 +114,13 @@ def _activity(source: ExtractionSource, cursor: int) -> policy.Activity:
 
 
 def _finish(source, *, status, reason="", task_id="", **fields) -> ExtractionRun:
+    run_id = uuid.uuid4()
     return ExtractionRun.objects.create(
+        id=run_id,
+        user=source.user,
         source_kind=source.kind,
         source_id=source.id,
-        task_id=task_id or "",
+        task_id=task_id or str(run_id),
         status=status,
         reason=reason[:300],
         finished_at=timezone.now(),

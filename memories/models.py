@@ -11,9 +11,60 @@ from pgvector.django import VectorField
 
 
 class User(AbstractUser):
-    """A person using the chat product. UUID ids, so memory owner ids are UUIDs everywhere."""
+    """A person using the chat product. UUID ids, so memory owner ids are UUIDs everywhere.
+    `external_id` is the product's own id for its end user, when the product reaches us with
+    an API key and X-User-Id instead of a login of ours."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    external_id = models.CharField(max_length=255, null=True, blank=True, unique=True)
+
+
+class ApiKeyScope(models.TextChoices):
+    READ = "read"
+    WRITE = "write"
+    REVIEW = "review"
+
+
+class ApiKey(models.Model):
+    """A service key of a product backend. Only the SHA-256 of the key is stored: keys are
+    random 256-bit strings, so a fast hash is as safe as a slow one and costs nothing per
+    request. `account` is the key's own user: the actor when the key acts as itself (review
+    endpoints), staff exactly when the key has the review scope."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(
+        max_length=16, editable=False, help_text="The key's first characters, to tell keys apart."
+    )
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    scopes = models.JSONField(default=list)
+    account = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_key", editable=False
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        editable=False,
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
 
 
 class Persona(models.Model):
@@ -273,6 +324,8 @@ class RevisionAction(models.TextChoices):
     ARCHIVE = "archive"
     DELETE = "delete"
     MERGE = "merge"
+    RESTORE = "restore"
+    IMPORT = "import"
 
 
 class MemoryRevision(models.Model):

@@ -45,14 +45,14 @@ def staff_required(view):
 @staff_required
 def dashboard(request):
     since = timezone.now() - timedelta(days=1)
-    runs = ExtractionRun.objects.filter(started_at__gte=since).aggregate(
+    runs = ExtractionRun.objects.filter(created_at__gte=since).aggregate(
         total=Count("id"),
         failed=Count("id", filter=Q(status=RunStatus.FAILED)),
         done=Count("id", filter=Q(status=RunStatus.DONE)),
     )
     recent_failures = ExtractionRun.objects.filter(
-        started_at__gte=since, status=RunStatus.FAILED
-    ).order_by("-started_at")[:10]
+        created_at__gte=since, status=RunStatus.FAILED
+    ).order_by("-created_at")[:10]
     return render(
         request,
         "review/dashboard.html",

@@ -37,6 +37,7 @@ def _flatten(detail, prefix: str = "") -> dict[str, list[str]]:
 
 
 def exception_handler(exc, context):
+    exc = getattr(exc, "service_error", exc)
     if isinstance(exc, ServiceError):
         return Response(error_body(exc.code, exc.detail, exc.fields), status=exc.status_code)
     if isinstance(exc, Http404):

@@ -133,9 +133,21 @@ def trimmed_char(max_length: int, **kwargs) -> serializers.CharField:
     return serializers.CharField(max_length=max_length, trim_whitespace=True, **kwargs)
 
 
+def external_user_id(memory: Memory, request) -> str | None:
+    """The product's id for the user a memory is about. Recall reads memories without their
+    user, and almost all of them are the caller's: the caller's own id needs no query."""
+    if memory.user_id is None:
+        return None
+    user = getattr(request, "user", None)
+    if user is not None and user.id == memory.user_id:
+        return user.external_id
+    return memory.user.external_id
+
+
 class MemorySerializer(serializers.ModelSerializer):
     owner_id = serializers.UUIDField(read_only=True, allow_null=True)
     user_id = serializers.UUIDField(source="persona_user_id", read_only=True, allow_null=True)
+    external_user_id = serializers.SerializerMethodField()
 
     class Meta:
         model = Memory
@@ -144,6 +156,7 @@ class MemorySerializer(serializers.ModelSerializer):
             "scope",
             "owner_id",
             "user_id",
+            "external_user_id",
             "persona_id",
             "project_id",
             "topic_id",
@@ -162,6 +175,9 @@ class MemorySerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = fields
+
+    def get_external_user_id(self, memory: Memory) -> str | None:
+        return external_user_id(memory, self.context.get("request"))
 
 
 class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):

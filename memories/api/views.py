@@ -10,7 +10,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
-from rest_framework.permissions import AllowAny, IsAdminUser
+from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -41,7 +41,7 @@ from memories.api.serializers import (
     WorkSessionSerializer,
 )
 from memories.errors import InvalidInput, NotFound
-from memories.models import Persona, Project, Scope, Source, Topic, WorkSession
+from memories.models import ApiKeyScope, Persona, Project, Scope, Source, Topic, WorkSession
 from memories.recall.hint import memory_hint
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import recall_scopes
@@ -95,6 +95,11 @@ class MemoryViewSet(viewsets.GenericViewSet):
     filterset_class = MemoryFilter
     lookup_value_regex = "[^/]+"
 
+    @property
+    def key_scope(self) -> str | None:
+        # Recall is a read, though the hint is asked for with POST.
+        return ApiKeyScope.READ if self.action in ("search", "context") else None
+
     def get_queryset(self):
         return selectors.memories_visible_to(self.request.user).order_by("-created_at", "-id")
 
@@ -103,12 +108,16 @@ class MemoryViewSet(viewsets.GenericViewSet):
         return selectors.memory_get(user=self.request.user, memory_id=memory_id)
 
     def _respond(self, memory, status_code=status.HTTP_200_OK):
-        return Response(MemorySerializer(memory).data, status=status_code)
+        return Response(
+            MemorySerializer(memory, context={"request": self.request}).data, status=status_code
+        )
 
     def list(self, request):
         queryset = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(queryset)
-        return self.get_paginated_response(MemorySerializer(page, many=True).data)
+        return self.get_paginated_response(
+            MemorySerializer(page, many=True, context={"request": request}).data
+        )
 
     @extend_schema(request=MemoryCreateSerializer, responses={201: MemorySerializer})
     def create(self, request):
@@ -161,7 +170,9 @@ class MemoryViewSet(viewsets.GenericViewSet):
         hits = memory_recall(
             query=params["q"], scopes=scopes_for(request, params), top_k=params["top_k"]
         )
-        return Response({"data": RecallResultSerializer(hits, many=True).data})
+        return Response(
+            {"data": RecallResultSerializer(hits, many=True, context={"request": request}).data}
+        )
 
     @extend_schema(request=ContextRequestSerializer, responses=ContextResponseSerializer)
     @action(detail=False, methods=["post"], filterset_class=None, pagination_class=None)
@@ -173,7 +184,8 @@ class MemoryViewSet(viewsets.GenericViewSet):
             top_k=data["top_k"],
             budget=settings.MEMORY_HINT_BUDGET_CHARS,
         )
-        return Response({"hint": hint, "memories": RecallResultSerializer(used, many=True).data})
+        memories = RecallResultSerializer(used, many=True, context={"request": request}).data
+        return Response({"hint": hint, "memories": memories})
 
     @extend_schema(responses=CountSerializer)
     @action(detail=False, methods=["get"], filterset_class=None, pagination_class=None)
@@ -186,14 +198,18 @@ class AdminMemoryViewSet(viewsets.GenericViewSet):
 
     permission_classes = [IsAdminUser]
     serializer_class = MemorySerializer
+    key_scope = ApiKeyScope.REVIEW
+    key_acts_as_itself = True
 
     def get_queryset(self):
         return selectors.pending_memories()
 
     @action(detail=False, methods=["get"])
     def pending(self, request):
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(MemorySerializer(page, many=True).data)
+        page = self.paginate_queryset(self.get_queryset().select_related("user"))
+        return self.get_paginated_response(
+            MemorySerializer(page, many=True, context={"request": request}).data
+        )
 
     @extend_schema(request=BulkIdsSerializer, responses=ApprovedCountSerializer)
     @action(detail=False, methods=["post"], url_path="bulk-approve")
@@ -299,6 +315,11 @@ class PersonaViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     serializer_class = PersonaSerializer
     queryset = Persona.objects.order_by("name")
     lookup_value_regex = "[^/]+"
+    key_acts_as_itself = True
+
+    @property
+    def key_scope(self) -> str:
+        return ApiKeyScope.READ if self.request.method in SAFE_METHODS else ApiKeyScope.REVIEW
 
     def get_object(self):
         persona_id = parse_uuid(self.kwargs["pk"], what="persona")
@@ -347,7 +368,9 @@ class ToolsView(APIView):
         hits = memory_recall(
             query=args["query"], scopes=scopes_for(request, context), top_k=args["top_k"]
         )
-        return Response({"data": RecallResultSerializer(hits, many=True).data})
+        return Response(
+            {"data": RecallResultSerializer(hits, many=True, context={"request": request}).data}
+        )
 
     def _save(self, request, args: dict, context: dict):
         scope = args.pop("scope")
@@ -375,4 +398,7 @@ class ToolsView(APIView):
         memory = services.memory_create(
             actor=request.user, scope=scope, source=Source.TOOL, **carriers, **args
         )
-        return Response({"memory": MemorySerializer(memory).data}, status=status.HTTP_201_CREATED)
+        return Response(
+            {"memory": MemorySerializer(memory, context={"request": request}).data},
+            status=status.HTTP_201_CREATED,
+        )

@@ -1,0 +1,41 @@
+"""DRF authentication for service keys: `Authorization: Bearer <key>` plus `X-User-Id`.
+The rules live in memories.api_keys; this adapts them to DRF's interface."""
+
+from rest_framework import authentication, exceptions
+
+from memories.api_keys import Unauthenticated, principal_for
+from memories.errors import ServiceError
+
+
+class ApiKeyRequestError(exceptions.APIException):
+    """A service error raised while authenticating, kept whole for the exception handler
+    (DRF only lets APIException through its authentication step)."""
+
+    def __init__(self, error: ServiceError):
+        super().__init__(detail=error.detail, code=error.code)
+        self.status_code = error.status_code
+        self.service_error = error
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header.strip().lower().startswith("bearer"):
+            return None
+        view = request.parser_context.get("view") if request.parser_context else None
+        try:
+            principal = principal_for(
+                authorization=header,
+                external_id=request.META.get("HTTP_X_USER_ID"),
+                key_acts_as_itself=getattr(view, "key_acts_as_itself", False),
+            )
+        except Unauthenticated as error:
+            raise exceptions.AuthenticationFailed(error.detail) from None
+        except ServiceError as error:
+            raise ApiKeyRequestError(error) from None
+        return principal.user, principal
+
+    def authenticate_header(self, request):
+        return self.keyword

@@ -1,0 +1,209 @@
+"""Service keys and the end users they act for (SPEC §11).
+
+A product backend holds one key and names, per request, the end user it acts for
+(`X-User-Id: <its own id for that user>`); that user is created here on first use. The REST
+API (memories.api.authentication) and the MCP server over HTTP both authenticate through
+`principal_for`, so the two cannot disagree on who a request is.
+"""
+
+import hashlib
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+from rest_framework.authtoken.models import Token
+
+from memories.errors import InvalidInput, NotFound, ServiceError
+from memories.models import ApiKey, ApiKeyScope, User
+
+KEY_PREFIX = "mem_"
+EXTERNAL_ID_MAX_LENGTH = 255
+# last_used_at is written at most once a minute per key: a write on every request would
+# cost every read its own UPDATE (and on SQLite, the write lock).
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+class Unauthenticated(ServiceError):
+    status_code = 401
+    code = "not_authenticated"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a request is: the user it acts as and, for a key, the key and its scopes.
+    `key` is None for a user's own token or session (every scope)."""
+
+    user: User
+    key: ApiKey | None = None
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        if self.key is None:
+            return frozenset(ApiKeyScope.values)
+        return frozenset(self.key.scopes)
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
+
+
+def _hash(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode()).hexdigest()
+
+
+def parse_scopes(scopes: Iterable[str]) -> list[str]:
+    """Known scopes, deduplicated in a fixed order. Raises InvalidInput naming `scopes`."""
+    given = [scope.strip() for scope in scopes if scope.strip()]
+    unknown = sorted(set(given) - set(ApiKeyScope.values))
+    if unknown:
+        raise InvalidInput(
+            f"Unknown scope {unknown[0]!r}; use read, write and/or review.", field="scopes"
+        )
+    if not given:
+        raise InvalidInput("Give at least one scope: read, write or review.", field="scopes")
+    return [scope for scope in ApiKeyScope.values if scope in given]
+
+
+@transaction.atomic
+def api_key_create(
+    *, name: str, scopes: Iterable[str], created_by: User | None = None
+) -> tuple[ApiKey, str]:
+    """Create a key and its account; returns the key and the secret, which is not stored and
+    cannot be shown again. Raises InvalidInput (name, scopes)."""
+    name = name.strip()
+    if not name or len(name) > 100:
+        raise InvalidInput("A name of 1 to 100 characters.", field="name")
+    scopes = parse_scopes(scopes)
+    raw_key = KEY_PREFIX + secrets.token_urlsafe(32)
+    key = ApiKey(name=name, scopes=scopes, created_by=created_by, prefix=raw_key[:12])
+    key.key_hash = _hash(raw_key)
+    account = User(
+        username=f"apikey-{key.id.hex[:16]}",
+        is_staff=ApiKeyScope.REVIEW in scopes,
+        first_name=name[:150],
+    )
+    account.set_unusable_password()
+    account.save()
+    key.account = account
+    key.save(force_insert=True)
+    return key, raw_key
+
+
+def api_key_revoke(*, key: ApiKey) -> bool:
+    """Revoke a key for good; False when it was revoked already."""
+    return bool(
+        ApiKey.objects.filter(id=key.id, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    )
+
+
+def api_key_set_scopes(*, key: ApiKey, scopes: Iterable[str]) -> ApiKey:
+    """Change a key's scopes; its account is staff exactly when it has the review scope."""
+    key.scopes = parse_scopes(scopes)
+    with transaction.atomic():
+        key.save(update_fields=["scopes"])
+        User.objects.filter(id=key.account_id).update(
+            is_staff=ApiKeyScope.REVIEW in key.scopes
+        )
+    return key
+
+
+def _key_for(raw_key: str) -> ApiKey:
+    key = ApiKey.objects.select_related("account").filter(key_hash=_hash(raw_key)).first()
+    if key is None:
+        raise Unauthenticated("Unknown API key.")
+    if key.is_revoked:
+        raise Unauthenticated("This API key was revoked.")
+    now = timezone.now()
+    if key.last_used_at is None or key.last_used_at < now - LAST_USED_RESOLUTION:
+        # Conditional: of several requests in the same minute, one writes.
+        ApiKey.objects.filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION),
+            id=key.id,
+        ).update(last_used_at=now)
+    return key
+
+
+def validate_external_id(raw: str) -> str:
+    """1-255 printable characters. Raises InvalidInput naming X-User-Id."""
+    if not raw or len(raw) > EXTERNAL_ID_MAX_LENGTH or not raw.isprintable():
+        raise InvalidInput(
+            f"X-User-Id must be 1 to {EXTERNAL_ID_MAX_LENGTH} printable characters.",
+            field="X-User-Id",
+        )
+    return raw
+
+
+def _username_for(external_id: str) -> str:
+    if len(external_id) <= 140:
+        return f"ext-{external_id}"
+    return f"ext-{hashlib.sha256(external_id.encode()).hexdigest()[:40]}"
+
+
+def external_user_get_or_create(*, external_id: str, provision: bool) -> tuple[User, bool]:
+    """The user with this external id, created when `provision` and missing. Returns (user,
+    created). Raises InvalidInput (a malformed id), NotFound (missing, no provisioning)."""
+    external_id = validate_external_id(external_id)
+    user = User.objects.filter(external_id=external_id).first()
+    if user is not None:
+        return user, False
+    if not provision:
+        raise NotFound(
+            "No user with this external id; create it with POST /api/users first "
+            "(AUTO_PROVISION_USERS is off).",
+            field="X-User-Id",
+        )
+    for username in (_username_for(external_id), f"ext-{secrets.token_hex(16)}"):
+        try:
+            with transaction.atomic():
+                user = User(username=username, external_id=external_id)
+                user.set_unusable_password()
+                user.save(force_insert=True)
+                return user, True
+        except IntegrityError:
+            # Another request created the same external user first (take theirs), or a
+            # local login already has this username (try a random one).
+            existing = User.objects.filter(external_id=external_id).first()
+            if existing is not None:
+                return existing, False
+    raise InvalidInput("Could not create a user for this external id.", field="X-User-Id")
+
+
+def principal_for(
+    *, authorization: str | None, external_id: str | None, key_acts_as_itself: bool = False
+) -> Principal | None:
+    """Who a request with these headers is. `Bearer <key>` with `X-User-Id` acts as that end
+    user; a key with the review scope and no X-User-Id acts as its own (staff) account, as do
+    all keys on endpoints that act for no end user (`key_acts_as_itself`). `Token <token>` is
+    a user's own token. None when the header is neither. Raises Unauthenticated (unknown or
+    revoked key or token), InvalidInput (X-User-Id missing or malformed), NotFound."""
+    scheme, _, credential = (authorization or "").strip().partition(" ")
+    credential = credential.strip()
+    if scheme.lower() == "token" and credential:
+        token = Token.objects.select_related("user").filter(key=credential).first()
+        if token is None or not token.user.is_active:
+            raise Unauthenticated("Invalid token.")
+        return Principal(user=token.user)
+    if scheme.lower() != "bearer":
+        return None
+    if not credential:
+        raise Unauthenticated("Give the API key after 'Bearer '.")
+    key = _key_for(credential)
+    if key_acts_as_itself:
+        return Principal(user=key.account, key=key)
+    if external_id is None or external_id == "":
+        if key.has_scope(ApiKeyScope.REVIEW):
+            return Principal(user=key.account, key=key)
+        raise InvalidInput(
+            "An API key needs X-User-Id: the external id of the end user this request acts for.",
+            field="X-User-Id",
+        )
+    user, _ = external_user_get_or_create(
+        external_id=external_id, provision=settings.AUTO_PROVISION_USERS
+    )
+    if not user.is_active:
+        raise Unauthenticated("This user is deactivated.")
+    return Principal(user=user, key=key)
