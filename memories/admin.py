@@ -1,8 +1,12 @@
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 
 from memories import services
+from memories.api_keys import api_key_create, api_key_revoke
 from memories.models import (
+    ApiKey,
+    ApiKeyScope,
     ConfigEntry,
     Memory,
     MemoryRevision,
@@ -14,7 +18,81 @@ from memories.models import (
     WorkSession,
 )
 
-admin.site.register(User, UserAdmin)
+
+@admin.register(User)
+class MemoryUserAdmin(UserAdmin):
+    list_display = [*UserAdmin.list_display, "external_id"]
+    search_fields = [*UserAdmin.search_fields, "external_id"]
+    fieldsets = [*UserAdmin.fieldsets, ("Product", {"fields": ["external_id"]})]
+
+
+class ApiKeyCreateForm(forms.ModelForm):
+    scopes = forms.MultipleChoiceField(
+        choices=ApiKeyScope.choices,
+        widget=forms.CheckboxSelectMultiple,
+        initial=[ApiKeyScope.READ, ApiKeyScope.WRITE],
+        help_text="review: the /api/admin/ endpoints, users, persona-scope writes, as staff.",
+    )
+
+    class Meta:
+        model = ApiKey
+        fields = ["name", "scopes"]
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    """Keys are made here and shown once, in the message after saving."""
+
+    list_display = ["name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["revoked_at"]
+    search_fields = ["name", "prefix"]
+    readonly_fields = [
+        "name",
+        "prefix",
+        "scopes",
+        "account",
+        "created_by",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
+    actions = ["revoke"]
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = ApiKeyCreateForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields if obj is not None else []
+
+    def get_fields(self, request, obj=None):
+        return ["name", "scopes"] if obj is None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return
+        key, raw_key = api_key_create(
+            name=form.cleaned_data["name"],
+            scopes=form.cleaned_data["scopes"],
+            created_by=request.user,
+        )
+        # The admin goes on with `obj` (log entry, redirect): make it the key just created.
+        obj.__dict__.update({k: v for k, v in key.__dict__.items() if k != "_state"})
+        obj._state.adding = False
+        self.message_user(
+            request,
+            f"API key {key.name!r}: {raw_key} — copy it now, it is not shown again.",
+            messages.WARNING,
+        )
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # revoke instead: a deleted key's account would lose its revisions
+
+    @admin.action(description="Revoke selected keys")
+    def revoke(self, request, queryset):
+        revoked = sum(api_key_revoke(key=key) for key in queryset)
+        self.message_user(request, f"Revoked {revoked} key(s).", messages.SUCCESS)
 
 
 class RevisionInline(admin.TabularInline):

@@ -105,9 +105,7 @@ def api_key_set_scopes(*, key: ApiKey, scopes: Iterable[str]) -> ApiKey:
     key.scopes = parse_scopes(scopes)
     with transaction.atomic():
         key.save(update_fields=["scopes"])
-        User.objects.filter(id=key.account_id).update(
-            is_staff=ApiKeyScope.REVIEW in key.scopes
-        )
+        User.objects.filter(id=key.account_id).update(is_staff=ApiKeyScope.REVIEW in key.scopes)
     return key
 
 

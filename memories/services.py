@@ -3,7 +3,7 @@ embedding (slow I/O) happens before the transaction opens."""
 
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from uuid import UUID
 
 from django.conf import settings
@@ -11,8 +11,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from memories.embedders import embed_one
-from memories.errors import Conflict, Forbidden, InvalidInput
+from memories.embedders import embed_one, get_embedder
+from memories.errors import Conflict, Forbidden, InvalidInput, ServiceError
 from memories.models import (
     Memory,
     MemoryRevision,
@@ -112,8 +112,7 @@ def memory_create(
     note: str = "",
 ) -> Memory:
     """Create a memory with its revision and vector. Raises InvalidInput, EmbedderUnavailable."""
-    _check_carriers(scope=scope, user=user, persona=persona, project=project, topic=topic)
-    memory = Memory(
+    memory = _memory_new(
         scope=scope,
         user=user,
         persona=persona,
@@ -124,21 +123,52 @@ def memory_create(
         category=category,
         source=source,
         source_channel_id=source_channel_id,
-        importance=clamp_unit(importance, field="importance"),
-        confidence=clamp_unit(confidence, field="confidence"),
+        importance=importance,
+        confidence=confidence,
         status=status,
         supersedes=supersedes,
     )
     if vector is None:
         vector = embed_one(memory.embedding_text)
     with transaction.atomic():
-        memory.save(force_insert=True)
-        _record(memory, action=RevisionAction.CREATE, actor=actor, before=None, note=note)
-        index_memory(memory, vector=vector)
+        _memory_write(memory, actor=actor, vector=vector, note=note)
     return memory
 
 
-def memory_create_manual(
+def _memory_new(
+    *,
+    scope: str,
+    user: User | None,
+    persona: Persona | None,
+    project: Project | None,
+    topic: Topic | None,
+    importance: float,
+    confidence: float,
+    **fields,
+) -> Memory:
+    """An unsaved memory whose carriers fit its scope, its numbers clamped."""
+    _check_carriers(scope=scope, user=user, persona=persona, project=project, topic=topic)
+    return Memory(
+        scope=scope,
+        user=user,
+        persona=persona,
+        project=project,
+        topic=topic,
+        importance=clamp_unit(importance, field="importance"),
+        confidence=clamp_unit(confidence, field="confidence"),
+        **fields,
+    )
+
+
+def _memory_write(memory: Memory, *, actor: User | None, vector, note: str = "") -> None:
+    """Insert the memory, its create revision and index rows (inside the caller's
+    transaction)."""
+    memory.save(force_insert=True)
+    _record(memory, action=RevisionAction.CREATE, actor=actor, before=None, note=note)
+    index_memory(memory, vector=vector)
+
+
+def _manual_memory(
     *,
     actor: User,
     scope: str,
@@ -151,20 +181,18 @@ def memory_create_manual(
     persona: Persona | None = None,
     source_channel_id: UUID | None = None,
 ) -> Memory:
-    """A memory written by hand (POST /api/memories): active, source manual, about the actor.
-    Raises InvalidInput (session scope), Forbidden (persona scope by non-staff)."""
     if scope == Scope.SESSION:
         raise InvalidInput(
             "Session memories come only from extraction; use user or project.", field="scope"
         )
     if scope == Scope.PERSONA and not actor.is_staff:
         raise Forbidden("Only staff can write persona-scope memories.", field="scope")
-    return memory_create(
-        actor=actor,
+    return _memory_new(
         scope=scope,
         user=None if scope == Scope.PERSONA else actor,
         persona=persona,
         project=project,
+        topic=None,
         key=key,
         value=value,
         category=category,
@@ -172,7 +200,43 @@ def memory_create_manual(
         confidence=confidence,
         source=Source.MANUAL,
         source_channel_id=source_channel_id,
+        status=Status.ACTIVE,
     )
+
+
+def memory_create_manual(*, actor: User, **fields) -> Memory:
+    """A memory written by hand (POST /api/memories): active, source manual, about the actor.
+    Fields as MemoryCreateSerializer validates them. Raises InvalidInput (session scope),
+    Forbidden (persona scope by non-staff), EmbedderUnavailable."""
+    memory = _manual_memory(actor=actor, **fields)
+    vector = embed_one(memory.embedding_text)
+    with transaction.atomic():
+        _memory_write(memory, actor=actor, vector=vector)
+    return memory
+
+
+def memory_create_manual_batch(*, actor: User, items: Sequence[dict]) -> list[Memory]:
+    """Many manual creates at once, all or nothing: every item is checked before anything is
+    written (an error names `memories[i].field`), the texts are embedded in one batch, and
+    the memories are written in one transaction, in input order. Raises InvalidInput,
+    Forbidden, EmbedderUnavailable."""
+    memories = []
+    for index, fields in enumerate(items):
+        try:
+            memories.append(_manual_memory(actor=actor, **fields))
+        except ServiceError as error:
+            error.field = f"memories[{index}].{error.field or 'scope'}"
+            raise
+    embedder = get_embedder()
+    vectors = (
+        embedder.embed([memory.embedding_text for memory in memories])
+        if embedder is not None
+        else [None] * len(memories)
+    )
+    with transaction.atomic():
+        for memory, vector in zip(memories, vectors, strict=True):
+            _memory_write(memory, actor=actor, vector=vector)
+    return memories
 
 
 def memory_update(

@@ -27,9 +27,8 @@ class KeyHasScope(BasePermission):
         scope = required_scope(request, view)
         if not principal.has_scope(scope):
             raise Forbidden(
-                f"This API key lacks the {scope!r} scope that this request needs.",
+                f"This API key lacks the {str(scope)!r} scope that this request needs.",
                 field="scope",
                 code="missing_scope",
             )
         return True
-

@@ -219,6 +219,36 @@ class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
         return attrs
 
 
+class MemoryBatchCreateSerializer(StrictInputMixin, serializers.Serializer):
+    """{"memories": [<create body>, ...]}: each item validated as POST /api/memories, all
+    or nothing; errors are keyed `memories[i].field`."""
+
+    memories = serializers.ListField(
+        child=serializers.JSONField(),
+        min_length=1,
+        max_length=settings.BATCH_MAX_ITEMS,
+        help_text=f"1 to {settings.BATCH_MAX_ITEMS} bodies of POST /api/memories.",
+    )
+
+    def validate(self, attrs):
+        # Item errors are raised here rather than in validate_memories, so that their keys
+        # stay `memories[i].field` instead of nesting under "memories".
+        items, errors = [], {}
+        for index, item in enumerate(attrs["memories"]):
+            item_serializer = MemoryCreateSerializer(data=item, context=self.context)
+            if item_serializer.is_valid():
+                items.append(item_serializer.validated_data)
+                continue
+            for name, messages in item_serializer.errors.items():
+                field = f"memories[{index}]"
+                if name != "non_field_errors":
+                    field += f".{name}"
+                errors[field] = [str(message) for message in messages]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return {"memories": items}
+
+
 class MemoryUpdateSerializer(StrictInputMixin, serializers.Serializer):
     tolerated_fields = tuple(f for f in MemorySerializer.Meta.fields)
 

@@ -6,22 +6,24 @@ from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth import authenticate
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import mixins, status, viewsets
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
-from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAdminUser
+from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories import selectors, services
 from memories.api.filters import MemoryFilter
+from memories.api.permissions import KeyHasScope
 from memories.api.serializers import (
     ApprovedCountSerializer,
     BulkIdsSerializer,
     ContextRequestSerializer,
     ContextResponseSerializer,
     CountSerializer,
+    MemoryBatchCreateSerializer,
     MemoryCreateSerializer,
     MemoryRecallToolSerializer,
     MemorySaveToolSerializer,
@@ -125,6 +127,19 @@ class MemoryViewSet(viewsets.GenericViewSet):
         memory = services.memory_create_manual(actor=request.user, **data)
         return self._respond(memory, status.HTTP_201_CREATED)
 
+    @extend_schema(
+        request=MemoryBatchCreateSerializer,
+        responses={
+            201: inline_serializer("MemoryBatchCreated", {"data": MemorySerializer(many=True)})
+        },
+    )
+    @action(detail=False, methods=["post"], filterset_class=None, pagination_class=None)
+    def batch(self, request):
+        items = validated(MemoryBatchCreateSerializer, request)["memories"]
+        memories = services.memory_create_manual_batch(actor=request.user, items=items)
+        data = MemorySerializer(memories, many=True, context={"request": request}).data
+        return Response({"data": data}, status=status.HTTP_201_CREATED)
+
     def retrieve(self, request, pk=None):
         return self._respond(self.get_object())
 
@@ -196,7 +211,8 @@ class MemoryViewSet(viewsets.GenericViewSet):
 class AdminMemoryViewSet(viewsets.GenericViewSet):
     """Staff review across all users."""
 
-    permission_classes = [IsAdminUser]
+    # The key's scope is checked before staff, so a key without review hears which it lacks.
+    permission_classes = [IsAuthenticated, KeyHasScope, IsAdminUser]
     serializer_class = MemorySerializer
     key_scope = ApiKeyScope.REVIEW
     key_acts_as_itself = True

@@ -47,6 +47,9 @@ class KeywordIndex(Protocol):
 
     def filter_all_words(self, queryset: QuerySet[Memory], text: str) -> QuerySet[Memory]: ...
 
+    def purge_deleted(self) -> None:
+        """Drop what deleted rows left in the index itself (erasure)."""
+
 
 def _partition_token(partition: str) -> str:
     # FTS5 tokenises on punctuation, so partitions are indexed as one opaque word.
@@ -78,6 +81,13 @@ class SqliteFtsIndex:
                 f"UPDATE {FTS_TABLE} SET status = %s WHERE memory_id = %s",
                 [[status, i.hex] for i in memory_ids],
             )
+
+    def purge_deleted(self) -> None:
+        # A deleted FTS5 row only gets a delete marker; its words stay in the index segments
+        # until they are merged. 'optimize' merges them all now (it rewrites the index, so it
+        # is for erasure, not for every delete).
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
 
     def search(self, *, text, scopes, k, status):
         terms = query_terms(text)
@@ -126,6 +136,9 @@ class PostgresFullTextIndex:
 
     def set_status(self, *, memory_ids, status):
         pass
+
+    def purge_deleted(self):
+        pass  # the index entries go with the rows (VACUUM reclaims their space)
 
     def search(self, *, text, scopes, k, status):
         statement = self.search_sql(text=text, scopes=scopes, k=k, status=status)

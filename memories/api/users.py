@@ -1,0 +1,91 @@
+"""End users (review scope or staff) and the caller's own account: GET/POST /api/users,
+GET/DELETE /api/users/{id}, GET /api/me, POST /api/me/erase (SPEC §11)."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.permissions import IsAdminUser, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memories import accounts
+from memories.api.permissions import KeyHasScope
+from memories.api.serializers import StrictInputMixin
+from memories.api.views import parse_uuid, validated
+from memories.models import ApiKeyScope, User
+
+
+class UserSerializer(serializers.ModelSerializer):
+    active = serializers.IntegerField(read_only=True, help_text="Live active memories.")
+    pending = serializers.IntegerField(read_only=True, help_text="Memories pending review.")
+
+    class Meta:
+        model = User
+        fields = ["id", "username", "external_id", "is_staff", "date_joined", "active", "pending"]
+        read_only_fields = fields
+
+
+class UserCreateSerializer(StrictInputMixin, serializers.Serializer):
+    external_id = serializers.CharField(max_length=255, trim_whitespace=False)
+
+
+class MeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = User
+        fields = ["id", "username", "external_id", "is_staff"]
+        read_only_fields = fields
+
+
+class EraseSerializer(StrictInputMixin, serializers.Serializer):
+    confirm = serializers.CharField(max_length=255, trim_whitespace=False)
+
+
+class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Users of the service, for a product backend's review key or staff."""
+
+    permission_classes = [IsAuthenticated, KeyHasScope, IsAdminUser]
+    serializer_class = UserSerializer
+    key_scope = ApiKeyScope.REVIEW
+    key_acts_as_itself = True
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        queryset = accounts.users_with_counts()
+        external_id = self.request.query_params.get("external_id")
+        if external_id is not None:
+            queryset = queryset.filter(external_id=external_id)
+        return queryset
+
+    def get_object(self):
+        return accounts.user_get(user_id=parse_uuid(self.kwargs["pk"], what="user"))
+
+    @extend_schema(request=UserCreateSerializer, responses={201: UserSerializer})
+    def create(self, request):
+        data = validated(UserCreateSerializer, request)
+        user = accounts.external_user_create(external_id=data["external_id"])
+        return Response(
+            UserSerializer(accounts.user_get(user_id=user.id)).data,
+            status=status.HTTP_201_CREATED,
+        )
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request, pk=None):
+        accounts.user_erase(user=self.get_object())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class MeView(APIView):
+    """Who the request acts as."""
+
+    @extend_schema(responses=MeSerializer)
+    def get(self, request):
+        return Response(MeSerializer(request.user).data)
+
+
+class MeEraseView(APIView):
+    """Erase the caller and all their data for good."""
+
+    @extend_schema(request=EraseSerializer, responses={204: None})
+    def post(self, request):
+        data = validated(EraseSerializer, request)
+        accounts.self_erase(user=request.user, confirm=data["confirm"])
+        return Response(status=status.HTTP_204_NO_CONTENT)

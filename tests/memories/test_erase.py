@@ -1,0 +1,214 @@
+"""Erasure: POST /api/me/erase and DELETE /api/users/{id} leave no row of the user in any
+table of the database, vector and keyword tables included (SPEC §11)."""
+
+import pytest
+from django.contrib.sessions.models import Session
+from django.db import connection
+from rest_framework.test import APIClient
+
+from memories.api_keys import api_key_create
+from memories.models import ApiKey, Memory, Persona, Scope, User
+from tests.conftest import client_for
+from tests.memories.helpers import assert_error, make_memory, stored_rows
+
+MARKER = "quokka7781"
+
+
+def table_names() -> list[str]:
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        else:
+            cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def rows_mentioning(needles: set[str]) -> list[tuple[str, tuple]]:
+    """Every row of every table with a cell that contains one of the needles."""
+    found = []
+    quote = connection.ops.quote_name
+    for table in table_names():
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT * FROM {quote(table)}")
+            for row in cursor.fetchall():
+                for cell in row:
+                    text = (
+                        bytes(cell).decode("latin-1")
+                        if isinstance(cell, bytes | memoryview)
+                        else str(cell)
+                    )
+                    if any(needle in text for needle in needles):
+                        found.append((table, row))
+                        break
+    return found
+
+
+def tables_mentioning(needles: set[str]) -> set[str]:
+    return {table for table, _ in rows_mentioning(needles)}
+
+
+def traces_of(user: User) -> set[str]:
+    """Strings that only rows about this user contain: its ids (in both spellings the
+    databases store), names and the marker its texts carry."""
+    ids = [user.id, *Memory.objects.filter(user=user).values_list("id", flat=True)]
+    ids += list(user.topic_set.values_list("id", flat=True))
+    ids += list(user.project_set.values_list("id", flat=True))
+    ids += list(user.worksession_set.values_list("id", flat=True))
+    needles = {MARKER, user.username}
+    if user.external_id:
+        needles.add(user.external_id)
+    for value in ids:
+        needles |= {str(value), value.hex}
+    return needles
+
+
+@pytest.fixture
+def victim(db, client):
+    """A user with data everywhere: memories of every own scope (one deleted, one pending,
+    edited ones with revisions), a project, topics with messages and an extraction run, a
+    work session, a token and a browser session."""
+    user = User.objects.create_user(
+        username=f"victim-{MARKER}", password="pw", external_id=f"ext-{MARKER}"
+    )
+    api = client_for(user)
+    persona = Persona.objects.create(name="Barista")
+    project = api.post("/api/projects", {"name": f"project {MARKER}"}, format="json").json()
+    topic = api.post(
+        "/api/topics",
+        {"title": f"chat {MARKER}", "persona_id": str(persona.id), "project_id": project["id"]},
+        format="json",
+    ).json()
+    for text in (f"My name is Ada {MARKER}.", f"I prefer green tea, {MARKER}."):
+        posted = api.post(
+            f"/api/topics/{topic['id']}/messages", {"role": "user", "content": text}, format="json"
+        )
+        assert posted.status_code == 201, posted.content
+    extracted = api.post(f"/api/memories/extract/{topic['id']}")
+    assert extracted.status_code == 202 and extracted.json()["status"] == "done"
+    session = api.post("/api/work-sessions", {"project_id": project["id"]}, format="json").json()
+    api.post(
+        f"/api/work-sessions/{session['id']}/messages",
+        {"role": "user", "content": f"Deploy with make ship {MARKER}"},
+        format="json",
+    )
+    memories = [
+        api.post("/api/memories", body, format="json").json()
+        for body in (
+            {"key": "city", "value": f"Lives in Porto {MARKER}"},
+            {
+                "key": "stack",
+                "value": f"Django {MARKER}",
+                "scope": "project",
+                "project_id": project["id"],
+            },
+            {
+                "key": "drink",
+                "value": f"Oat flat white {MARKER}",
+                "scope": "persona_user",
+                "persona_id": str(persona.id),
+            },
+        )
+    ]
+    api.patch(
+        f"/api/memories/{memories[0]['id']}", {"value": f"Lives in Lisbon {MARKER}"}, format="json"
+    )
+    api.delete(f"/api/memories/{memories[1]['id']}")
+    api.get("/api/memories/search", {"q": "Lisbon"})
+    client.force_login(user)
+    assert Memory.objects.filter(user=user, status="pending_review").exists()
+    assert Memory.objects.filter(user=user, deleted_at__isnull=False).exists()
+    return user
+
+
+@pytest.fixture
+def bystander(db):
+    """Another user whose data must survive the erasure untouched."""
+    user = User.objects.create_user(username="bystander", password="pw")
+    make_memory(user, key="city", value="Lives in Oslo")
+    client_for(user)
+    return user
+
+
+def test_a_user_erases_themselves_and_no_row_of_theirs_is_left(victim, bystander):
+    needles = traces_of(victim)
+    assert rows_mentioning(needles), "the fixture should have left traces to erase"
+    bystander_rows = stored_rows()
+
+    response = client_for(victim).post("/api/me/erase", {"confirm": victim.username}, format="json")
+
+    assert response.status_code == 204, response.content
+    assert tables_mentioning(needles) == set()
+    assert not User.objects.filter(id=victim.id).exists()
+    assert not any(
+        s.get_decoded().get("_auth_user_id") == str(victim.id) for s in Session.objects.all()
+    )
+    assert Memory.objects.filter(user=bystander).count() == 1
+    assert stored_rows()["memories"] == 1 and bystander_rows["memories"] > 1
+    assert client_for(bystander).get("/api/memories").json()["count"] == 1
+
+
+def test_erasure_needs_the_username_or_external_id_as_confirmation(victim):
+    api = client_for(victim)
+    before = stored_rows()
+
+    assert_error(api.post("/api/me/erase", {"confirm": "someone"}, format="json"), 400, "confirm")
+    assert_error(api.post("/api/me/erase", {}, format="json"), 400, "confirm")
+
+    assert stored_rows() == before
+    response = api.post("/api/me/erase", {"confirm": victim.external_id}, format="json")
+    assert response.status_code == 204
+    assert not User.objects.filter(id=victim.id).exists()
+
+
+def test_an_end_user_is_erased_through_a_key_acting_for_them(victim):
+    _, raw_key = api_key_create(name="backend", scopes=["write"])
+    needles = traces_of(victim)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}", HTTP_X_USER_ID=victim.external_id)
+
+    response = client.post("/api/me/erase", {"confirm": victim.external_id}, format="json")
+
+    assert response.status_code == 204, response.content
+    assert tables_mentioning(needles) == set()
+
+
+def test_a_review_key_erases_a_user_with_delete(victim, bystander):
+    _, raw_key = api_key_create(name="backend", scopes=["review"])
+    needles = traces_of(victim)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+
+    response = client.delete(f"/api/users/{victim.id}")
+
+    assert response.status_code == 204, response.content
+    assert tables_mentioning(needles) == set()
+    assert User.objects.filter(id=bystander.id).exists()
+    assert_error(client.delete(f"/api/users/{victim.id}"), 404, "id")
+
+
+def test_users_cannot_erase_other_users(victim, bystander):
+    response = client_for(bystander).delete(f"/api/users/{victim.id}")
+
+    assert_error(response, 403)
+    assert User.objects.filter(id=victim.id).exists()
+
+
+def test_an_api_keys_own_account_cannot_be_erased(db, staff_api):
+    key, raw_key = api_key_create(name="backend", scopes=["review", "write"])
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+
+    assert_error(
+        client.post("/api/me/erase", {"confirm": key.account.username}, format="json"), 403
+    )
+    assert staff_api.get(f"/api/users/{key.account_id}").status_code == 404
+    assert ApiKey.objects.filter(id=key.id).exists()
+
+
+def test_erasing_a_user_keeps_persona_memories_they_never_owned(victim, staff):
+    persona = Persona.objects.get()
+    shared = make_memory(staff, key="menu", value="Oat milk", scope=Scope.PERSONA, persona=persona)
+
+    client_for(victim).post("/api/me/erase", {"confirm": victim.username}, format="json")
+
+    assert Memory.objects.filter(id=shared.id).exists()
