@@ -1,6 +1,7 @@
 """DRF authentication for service keys: `Authorization: Bearer <key>` plus `X-User-Id`.
 The rules live in memories.api_keys; this adapts them to DRF's interface."""
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from memories.api_keys import Unauthenticated, principal_for
@@ -39,3 +40,20 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return self.keyword
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    """The key in the OpenAPI schema: a bearer token; X-User-Id names the end user."""
+
+    target_class = "memories.api.authentication.ApiKeyAuthentication"
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": (
+                "A service key (manage.py create_api_key). With the header X-User-Id: "
+                "<external id> the request acts as that end user, created on first use."
+            ),
+        }

@@ -3,63 +3,15 @@ table of the database, vector and keyword tables included (SPEC §11)."""
 
 import pytest
 from django.contrib.sessions.models import Session
-from django.db import connection
 from rest_framework.test import APIClient
 
 from memories.api_keys import api_key_create
 from memories.models import ApiKey, Memory, Persona, Scope, User
 from tests.conftest import client_for
+from tests.erasure import tables_mentioning, traces_of
 from tests.memories.helpers import assert_error, make_memory, stored_rows
 
-MARKER = "quokka7781"
-
-
-def table_names() -> list[str]:
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        else:
-            cursor.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
-        return [row[0] for row in cursor.fetchall()]
-
-
-def rows_mentioning(needles: set[str]) -> list[tuple[str, tuple]]:
-    """Every row of every table with a cell that contains one of the needles."""
-    found = []
-    quote = connection.ops.quote_name
-    for table in table_names():
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT * FROM {quote(table)}")
-            for row in cursor.fetchall():
-                for cell in row:
-                    text = (
-                        bytes(cell).decode("latin-1")
-                        if isinstance(cell, bytes | memoryview)
-                        else str(cell)
-                    )
-                    if any(needle in text for needle in needles):
-                        found.append((table, row))
-                        break
-    return found
-
-
-def tables_mentioning(needles: set[str]) -> set[str]:
-    return {table for table, _ in rows_mentioning(needles)}
-
-
-def traces_of(user: User) -> set[str]:
-    """Strings that only rows about this user contain: its ids (in both spellings the
-    databases store), names and the marker its texts carry."""
-    ids = [user.id, *Memory.objects.filter(user=user).values_list("id", flat=True)]
-    ids += list(user.topic_set.values_list("id", flat=True))
-    ids += list(user.project_set.values_list("id", flat=True))
-    ids += list(user.worksession_set.values_list("id", flat=True))
-    needles = {MARKER, user.username}
-    if user.external_id:
-        needles.add(user.external_id)
-    for value in ids:
-        needles |= {str(value), value.hex}
-    return needles
+MARKER = "quokka7781"  # in every text of the victim, so a leftover copy is found
 
 
 @pytest.fixture
@@ -130,8 +82,8 @@ def bystander(db):
 
 
 def test_a_user_erases_themselves_and_no_row_of_theirs_is_left(victim, bystander):
-    needles = traces_of(victim)
-    assert rows_mentioning(needles), "the fixture should have left traces to erase"
+    needles = traces_of(victim, MARKER)
+    assert tables_mentioning(needles), "the fixture should have left traces to erase"
     bystander_rows = stored_rows()
 
     response = client_for(victim).post("/api/me/erase", {"confirm": victim.username}, format="json")
@@ -162,7 +114,7 @@ def test_erasure_needs_the_username_or_external_id_as_confirmation(victim):
 
 def test_an_end_user_is_erased_through_a_key_acting_for_them(victim):
     _, raw_key = api_key_create(name="backend", scopes=["write"])
-    needles = traces_of(victim)
+    needles = traces_of(victim, MARKER)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}", HTTP_X_USER_ID=victim.external_id)
 
@@ -174,7 +126,7 @@ def test_an_end_user_is_erased_through_a_key_acting_for_them(victim):
 
 def test_a_review_key_erases_a_user_with_delete(victim, bystander):
     _, raw_key = api_key_create(name="backend", scopes=["review"])
-    needles = traces_of(victim)
+    needles = traces_of(victim, MARKER)
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
 
