@@ -117,6 +117,10 @@ LOGIN_URL = "/admin/login/"
 
 # Request bodies above this answer 400 "request body too large" (JSON, on API paths).
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BYTES", default=1_048_576)
+# POST /api/memories/import reads its NDJSON body as a stream, so it takes files this large
+# (256 MiB by default: some 100,000 memories of average length); one line stays within the
+# limit above.
+IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=256 * 1024 * 1024)
 
 # --- REST API --------------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from memories.embedders import embed_one, get_embedder
-from memories.errors import Conflict, Forbidden, InvalidInput, ServiceError
+from memories.errors import Conflict, Forbidden, InvalidInput, NotFound, ServiceError
 from memories.models import (
     Memory,
     MemoryRevision,
@@ -30,6 +30,7 @@ from memories.models import (
     WorkSessionMessage,
 )
 from memories.recall.index import index_memory, index_status, unindex_memories
+from memories.selectors import _changeable_by
 
 EDITABLE_FIELDS = ("key", "value", "category", "importance", "confidence")
 SNAPSHOT_FIELDS = (*EDITABLE_FIELDS, "status", "scope", "supersedes_id")
@@ -297,6 +298,28 @@ def memory_delete(*, memory: Memory, actor: User | None) -> None:
         locked.save(update_fields=["deleted_at", "updated_at"])
         _record(locked, action=RevisionAction.DELETE, actor=actor, before=before)
         unindex_memories([locked.id])
+
+
+def memory_restore(*, memory_id: UUID, actor: User) -> Memory:
+    """Bring a soft-deleted memory of the actor back: active, re-embedded, re-indexed.
+    Raises NotFound (not the actor's, or not deleted), EmbedderUnavailable."""
+    deleted = Memory.objects.filter(_changeable_by(actor), deleted_at__isnull=False)
+    memory = deleted.filter(id=memory_id).first()
+    if memory is None:
+        raise NotFound("No deleted memory of yours with this id.", field="id")
+    vector = embed_one(memory.embedding_text)
+    with transaction.atomic():
+        # Locked and still deleted: of two concurrent restores the second finds no row.
+        locked = deleted.select_for_update().filter(id=memory_id).first()
+        if locked is None:
+            raise NotFound("No deleted memory of yours with this id.", field="id")
+        before = _snapshot(locked)
+        locked.deleted_at = None
+        locked.status = Status.ACTIVE
+        locked.save(update_fields=["deleted_at", "status", "updated_at"])
+        _record(locked, action=RevisionAction.RESTORE, actor=actor, before=before)
+        index_memory(locked, vector=vector)
+    return locked
 
 
 def _transition(

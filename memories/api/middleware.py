@@ -27,15 +27,6 @@ class ApiJsonErrorsMiddleware:
     def __call__(self, request):
         if not request.path.startswith("/api/"):
             return self.get_response(request)
-        length = request.META.get("CONTENT_LENGTH") or "0"
-        if length.isdigit() and int(length) > settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
-            # DRF's parsers stream the body and would not apply Django's size limit.
-            detail = (
-                f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
-            )
-            return JsonResponse(
-                error_body("request_too_large", detail, {"body": [detail]}), status=413
-            )
         response = self.get_response(request)
         content_type = response.get("Content-Type", "")
         if response.status_code >= 400 and not content_type.startswith("application/json"):
@@ -44,6 +35,24 @@ class ApiJsonErrorsMiddleware:
             )
             return JsonResponse(error_body(code, detail), status=response.status_code)
         return response
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        """Refuse a body over the view's limit before the view reads it: DRF's parsers stream
+        the body and would not apply Django's size limit. The limit is
+        DATA_UPLOAD_MAX_MEMORY_SIZE unless the view names another setting in
+        `body_limit_setting` (the import takes files far larger than a JSON body)."""
+        if not request.path.startswith("/api/"):
+            return None
+        view_class = getattr(view_func, "cls", None)
+        setting = getattr(view_class, "body_limit_setting", "DATA_UPLOAD_MAX_MEMORY_SIZE")
+        limit = getattr(settings, setting)
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if length.isdigit() and int(length) > limit:
+            detail = f"The request body is larger than {limit} bytes."
+            return JsonResponse(
+                error_body("request_too_large", detail, {"body": [detail]}), status=413
+            )
+        return None
 
     def process_exception(self, request, exception):
         if not request.path.startswith("/api/"):

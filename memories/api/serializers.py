@@ -406,22 +406,3 @@ class RecallResultSerializer(MemorySerializer):
 class ContextResponseSerializer(serializers.Serializer):
     hint = serializers.CharField()
     memories = RecallResultSerializer(many=True)
-
-
-class MemorySaveToolSerializer(StrictInputMixin, serializers.Serializer):
-    key = trimmed_char(settings.MEMORY_KEY_MAX_LENGTH)
-    value = trimmed_char(settings.MEMORY_VALUE_MAX_LENGTH)
-    confidence = UnitFloatField()
-    category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, default="")
-    importance = UnitFloatField(default=0.5)
-    scope = serializers.ChoiceField(
-        choices=[Scope.USER, Scope.PROJECT, Scope.PERSONA_USER, *SCOPE_ALIASES], default="user"
-    )
-
-    def validate_scope(self, value):
-        return SCOPE_ALIASES.get(value, value)
-
-
-class MemoryRecallToolSerializer(StrictInputMixin, serializers.Serializer):
-    query = serializers.CharField(max_length=1000)
-    top_k = serializers.IntegerField(min_value=1, max_value=50, default=5)

@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from memories.api import users, views
+from memories.api import portability, users, views
 
 # Paths have no trailing slash (SPEC §3).
 router = SimpleRouter(trailing_slash=False)
@@ -17,7 +17,11 @@ urlpatterns = [
     path("auth/token", views.TokenView.as_view(), name="auth-token"),
     path("me", users.MeView.as_view(), name="me"),
     path("me/erase", users.MeEraseView.as_view(), name="me-erase"),
-    path("tools", views.ToolsView.as_view(), name="tools"),
-    path("tools/<str:name>", views.ToolsView.as_view(), name="tool-call"),
+    path("tools", views.ToolListView.as_view(), name="tools"),
+    path("tools/<str:name>", views.ToolCallView.as_view(), name="tool-call"),
+    # Before the router: its memories/{pk} route would take "export" and "import" for ids.
+    path("memories/export", portability.ExportView.as_view(), name="memory-export"),
+    path("memories/import", portability.ImportView.as_view(), name="memory-import"),
+    path("memories/<str:pk>/restore", portability.RestoreView.as_view(), name="memory-restore"),
     *router.urls,
 ]

@@ -1,11 +1,11 @@
 """The REST contract (SPEC §3). Each view validates, calls one service or selector, and
 serialises; errors are raised and shaped by memories.api.errors."""
 
-import json
 from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth import authenticate
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import mixins, status, viewsets
 from rest_framework.authtoken.models import Token
@@ -14,7 +14,7 @@ from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAdminUser, IsAu
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories import selectors, services
+from memories import selectors, services, tools
 from memories.api.filters import MemoryFilter
 from memories.api.permissions import KeyHasScope
 from memories.api.serializers import (
@@ -25,8 +25,6 @@ from memories.api.serializers import (
     CountSerializer,
     MemoryBatchCreateSerializer,
     MemoryCreateSerializer,
-    MemoryRecallToolSerializer,
-    MemorySaveToolSerializer,
     MemorySerializer,
     MemoryUpdateSerializer,
     MessageSerializer,
@@ -43,11 +41,10 @@ from memories.api.serializers import (
     WorkSessionSerializer,
 )
 from memories.errors import InvalidInput, NotFound
-from memories.models import ApiKeyScope, Persona, Project, Scope, Source, Topic, WorkSession
+from memories.models import ApiKeyScope, Persona, Project, Topic, WorkSession
 from memories.recall.hint import memory_hint
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import recall_scopes
-from memories.tools import TOOL_DEFINITIONS, TOOL_NAMES
 
 
 def parse_uuid(raw: str, *, field: str = "id", what: str = "object") -> UUID:
@@ -357,64 +354,34 @@ class PersonaViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return Response(PersonaSerializer(persona).data)
 
 
-class ToolsView(APIView):
-    """The AI tools in OpenAI function-calling format; POST runs one with the model's
-    arguments. Query parameters topic_id, project_id, persona_id give the call's context."""
+class ToolListView(APIView):
+    """The AI tools in OpenAI's function-calling format (strict mode), from memories.tools."""
 
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request):
-        return Response({"data": TOOL_DEFINITIONS})
+        return Response({"data": tools.openai_tools()})
 
-    @extend_schema(request=None, parameters=[RecallContextSerializer])
+
+class ToolCallView(APIView):
+    """Run one tool with the arguments object a model produced (or its JSON string). Query
+    parameters topic_id, project_id, persona_id and work_session_id give the call's context."""
+
+    @property
+    def key_scope(self) -> str:
+        # The tool's own scope. An unknown name answers 404 here, before any scope check.
+        return tools.tool_get(self.kwargs["name"]).scope
+
+    @extend_schema(
+        request={"application/json": OpenApiTypes.OBJECT},
+        parameters=[RecallContextSerializer],
+        responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT},
+    )
     def post(self, request, name: str):
-        if name not in TOOL_NAMES:
-            raise NotFound(f"No tool named {name!r}; see GET /api/tools.", field="name")
-        arguments = request.data
-        if isinstance(arguments, str):
-            # Models hand over tool arguments as a JSON string; accept it as they produced it.
-            try:
-                arguments = json.loads(arguments)
-            except ValueError:
-                raise InvalidInput("Arguments are not valid JSON.", field="body") from None
+        tool = tools.tool_get(name)
         context = validated(RecallContextSerializer, request, data=request.query_params.dict())
-        if name == "memory_save":
-            return self._save(
-                request, validated(MemorySaveToolSerializer, request, data=arguments), context
-            )
-        args = validated(MemoryRecallToolSerializer, request, data=arguments)
-        hits = memory_recall(
-            query=args["query"], scopes=scopes_for(request, context), top_k=args["top_k"]
+        result = tools.tool_call(
+            tool, user=request.user, context=tools.ToolContext(**context), arguments=request.data
         )
         return Response(
-            {"data": RecallResultSerializer(hits, many=True, context={"request": request}).data}
-        )
-
-    def _save(self, request, args: dict, context: dict):
-        scope = args.pop("scope")
-        carriers = {"user": request.user}
-        if scope == Scope.PROJECT:
-            carriers["project"] = context.get("project") or getattr(
-                context.get("work_session") or context.get("topic"), "project", None
-            )
-            if carriers["project"] is None:
-                raise InvalidInput(
-                    "Project scope needs the call's project: pass project_id, topic_id or "
-                    "work_session_id as a query parameter.",
-                    field="scope",
-                )
-        elif scope == Scope.PERSONA_USER:
-            carriers["persona"] = context.get("persona") or getattr(
-                context.get("topic"), "persona", None
-            )
-            if carriers["persona"] is None:
-                raise InvalidInput(
-                    "persona_user scope needs the call's persona: pass persona_id or topic_id "
-                    "as a query parameter.",
-                    field="scope",
-                )
-        memory = services.memory_create(
-            actor=request.user, scope=scope, source=Source.TOOL, **carriers, **args
-        )
-        return Response(
-            {"memory": MemorySerializer(memory, context={"request": request}).data},
-            status=status.HTTP_201_CREATED,
+            result, status=status.HTTP_201_CREATED if tool.creates else status.HTTP_200_OK
         )

@@ -1,0 +1,298 @@
+"""The MCP server over streamable HTTP at /mcp: authenticated per request as the REST API,
+each call needing the tool's key scope (SPEC §11). A real uvicorn server on 127.0.0.1, driven
+by the SDK's own HTTP client; the database is then checked through the REST API and rows."""
+
+import httpx
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from memories import services
+from memories.api_keys import api_key_create, api_key_revoke
+from memories.models import Memory, Scope, Source, Status, User
+from memories.tools import TOOLS
+from tests.conftest import client_for, make_user
+from tests.memories.helpers import make_memory
+from tests.memories.mcp_support import (
+    call,
+    calls,
+    command_http_server,
+    http_server,
+    list_tools,
+    over_http,
+    result_body,
+    tool_error,
+)
+
+pytestmark = pytest.mark.usefixtures("transactional_db", "openai_embedder")
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture
+def mcp_url():
+    with http_server() as url:
+        yield url
+
+
+def new_key(*scopes: str):
+    key, raw_key = api_key_create(name="chat backend", scopes=scopes)
+    return key, raw_key
+
+
+def key_headers(raw_key: str, external_id: str = "ext-alice") -> dict[str, str]:
+    return {"Authorization": f"Bearer {raw_key}", "X-User-Id": external_id}
+
+
+def token_header(user: User) -> str:
+    token, _ = Token.objects.get_or_create(user=user)
+    return f"Token {token.key}"
+
+
+def rest_as(headers: dict[str, str]) -> APIClient:
+    client = APIClient()
+    client.credentials(**{"HTTP_" + k.upper().replace("-", "_"): v for k, v in headers.items()})
+    return client
+
+
+def test_it_lists_the_same_tools_and_schemas_as_the_rest_api(mcp_url):
+    _, raw_key = new_key("read")
+
+    tools = over_http(mcp_url, key_headers(raw_key), list_tools)
+
+    listed = rest_as(key_headers(raw_key)).get("/api/tools").json()["data"]
+    assert [tool.name for tool in tools] == [t["function"]["name"] for t in listed]
+    assert [tool.name for tool in tools] == list(TOOLS)
+    for tool, openai in zip(tools, listed, strict=True):
+        assert tool.inputSchema == openai["function"]["parameters"]
+        assert tool.description == openai["function"]["description"]
+        assert tool.annotations.readOnlyHint == (tool.name in {"memory_recall", "memory_context"})
+
+
+# --- Authentication ----------------------------------------------------------------------------
+
+
+def test_a_request_without_credentials_is_401(mcp_url):
+    response = httpx.post(mcp_url, json=INITIALIZE, headers=ACCEPT)
+
+    assert response.status_code == 401
+    body = response.json()
+    assert body["code"] == "not_authenticated" and "Bearer" in body["detail"]
+    assert response.headers["WWW-Authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("which", ["unknown", "revoked"])
+def test_an_unknown_or_revoked_key_is_401(mcp_url, which):
+    key, raw_key = new_key("read", "write")
+    if which == "revoked":
+        assert api_key_revoke(key=key)
+    else:
+        raw_key += "x"
+
+    response = httpx.post(mcp_url, json=INITIALIZE, headers={**ACCEPT, **key_headers(raw_key)})
+
+    assert response.status_code == 401
+    assert response.json()["code"] == "not_authenticated"
+    assert not User.objects.filter(external_id="ext-alice").exists()
+
+
+def test_an_unknown_token_is_401(mcp_url):
+    headers = {**ACCEPT, "Authorization": "Token 0123456789abcdef"}
+
+    response = httpx.post(mcp_url, json=INITIALIZE, headers=headers)
+
+    assert response.status_code == 401
+    assert response.json()["code"] == "not_authenticated"
+
+
+def test_a_key_without_x_user_id_is_400_naming_it(mcp_url):
+    _, raw_key = new_key("read", "write")
+    headers = {**ACCEPT, "Authorization": f"Bearer {raw_key}"}
+
+    response = httpx.post(mcp_url, json=INITIALIZE, headers=headers)
+
+    assert response.status_code == 400
+    assert set(response.json()["fields"]) == {"X-User-Id"}
+
+
+def test_a_context_id_that_is_not_the_callers_is_400_naming_it(mcp_url):
+    _, raw_key = new_key("read", "write")
+    project = services.project_create(owner=make_user("other"), name="theirs")
+
+    response = httpx.post(
+        f"{mcp_url}?project_id={project.id}",
+        json=INITIALIZE,
+        headers={**ACCEPT, **key_headers(raw_key)},
+    )
+
+    assert response.status_code == 400
+    assert set(response.json()["fields"]) == {"project_id"}
+
+
+# --- Tools with a key and X-User-Id ------------------------------------------------------------
+
+
+def test_a_key_saves_recalls_and_forgets_as_the_rest_api_would(mcp_url):
+    _, raw_key = new_key("read", "write")
+    headers = key_headers(raw_key, "crm-7")
+
+    saved, recalled, context = over_http(
+        mcp_url,
+        headers,
+        calls(
+            (
+                "memory_save",
+                {"key": "pet", "value": "Has a golden retriever named Max", "confidence": 0.9},
+            ),
+            ("memory_recall", {"query": "golden retriever", "top_k": 3}),
+            ("memory_context", {"query": "golden retriever", "top_k": None}),
+        ),
+    )
+
+    user = User.objects.get(external_id="crm-7")
+    memory = Memory.objects.get()
+    assert (memory.user, memory.source, memory.status) == (user, Source.TOOL, Status.ACTIVE)
+    assert result_body(saved)["memory"]["id"] == str(memory.id)
+    assert result_body(saved)["memory"]["external_user_id"] == "crm-7"
+    assert [hit["id"] for hit in result_body(recalled)["data"]] == [str(memory.id)]
+    assert "pet: Has a golden retriever named Max" in result_body(context)["hint"]
+    listed = rest_as(headers).get("/api/memories").json()["data"]
+    assert [item["id"] for item in listed] == [str(memory.id)]
+
+    forgotten = over_http(mcp_url, headers, call("memory_forget", {"memory_id": str(memory.id)}))
+
+    assert result_body(forgotten) == {"forgotten": str(memory.id)}
+    memory.refresh_from_db()
+    assert memory.deleted_at is not None
+    assert memory.revisions.order_by("-id").first().action == "delete"
+    assert rest_as(headers).get("/api/memories").json()["data"] == []
+
+
+def test_a_read_only_key_cannot_save_or_forget_but_can_recall(mcp_url):
+    _, raw_key = new_key("read")
+
+    saved, forgotten, recalled = over_http(
+        mcp_url,
+        key_headers(raw_key),
+        calls(
+            ("memory_save", {"key": "k", "value": "v", "confidence": 1}),
+            ("memory_forget", {"memory_id": "0c4f1b5e-8b1d-4a4e-9a39-3f3b8f0a1d2e"}),
+            ("memory_recall", {"query": "v"}),
+        ),
+    )
+
+    error = tool_error(saved)
+    assert error["code"] == "missing_scope"
+    assert set(error["fields"]) == {"scope"} and "'write'" in error["detail"]
+    assert tool_error(forgotten)["code"] == "missing_scope"
+    assert result_body(recalled) == {"data": []}
+    assert Memory.objects.count() == 0
+
+
+def test_a_key_cannot_forget_another_users_memory(mcp_url):
+    _, raw_key = new_key("read", "write")
+    theirs = make_memory(make_user("other"))
+
+    result = over_http(
+        mcp_url, key_headers(raw_key), call("memory_forget", {"memory_id": str(theirs.id)})
+    )
+
+    error = tool_error(result)
+    assert error["code"] == "not_found" and set(error["fields"]) == {"memory_id"}
+    theirs.refresh_from_db()
+    assert theirs.deleted_at is None
+
+
+def test_bad_arguments_are_a_tool_error_naming_the_field(mcp_url):
+    _, raw_key = new_key("read", "write")
+
+    bad_save, bad_recall = over_http(
+        mcp_url,
+        key_headers(raw_key),
+        calls(
+            ("memory_save", {"key": "k", "value": "v", "confidence": 1, "colour": "red"}),
+            ("memory_recall", {"query": "dog", "top_k": 0}),
+        ),
+    )
+
+    assert set(tool_error(bad_save)["fields"]) == {"colour"}
+    assert set(tool_error(bad_recall)["fields"]) == {"top_k"}
+    assert Memory.objects.count() == 0
+
+
+def test_a_failing_embedding_provider_is_a_tool_error_and_writes_nothing(mcp_url, openai_embedder):
+    _, raw_key = new_key("read", "write")
+    openai_embedder.embedding_failures.extend([503] * 3)  # the first try and two retries
+
+    result = over_http(
+        mcp_url,
+        key_headers(raw_key),
+        call("memory_save", {"key": "k", "value": "v", "confidence": 1}),
+    )
+
+    assert tool_error(result)["code"] == "embedder_unavailable"
+    assert Memory.objects.count() == 0
+
+
+# --- A user's own token ------------------------------------------------------------------------
+
+
+def test_a_user_token_acts_as_that_user_with_every_scope(mcp_url):
+    owner = make_user("owner")
+    token = token_header(owner)
+
+    saved = over_http(
+        mcp_url,
+        {"Authorization": token},
+        call("memory_save", {"key": "city", "value": "Lives in Porto", "confidence": 1}),
+    )
+
+    memory = Memory.objects.get()
+    assert memory.user == owner
+    assert result_body(saved)["memory"]["id"] == str(memory.id)
+    listed = client_for(owner).get("/api/memories").json()["data"]
+    assert [item["id"] for item in listed] == [str(memory.id)]
+
+
+def test_the_url_query_gives_the_calls_project(mcp_url):
+    owner = make_user("owner")
+    project = services.project_create(owner=owner, name="backend")
+    token = token_header(owner)
+
+    saved = over_http(
+        f"{mcp_url}?project_id={project.id}",
+        {"Authorization": token},
+        call(
+            "memory_save",
+            {"key": "db", "value": "Uses PostgreSQL", "confidence": 1, "scope": "project"},
+        ),
+    )
+
+    assert result_body(saved)["memory"]["project_id"] == str(project.id)
+    memory = Memory.objects.get()
+    assert (memory.scope, memory.project) == (Scope.PROJECT, project)
+
+
+# --- The command -------------------------------------------------------------------------------
+
+
+def test_the_command_serves_streamable_http_at_slash_mcp():
+    _, raw_key = new_key("read")
+
+    with command_http_server() as url:
+        refused = httpx.post(url, json=INITIALIZE, headers=ACCEPT)
+        tools = over_http(url, key_headers(raw_key), list_tools)
+
+    assert refused.status_code == 401
+    assert refused.json()["code"] == "not_authenticated"
+    assert [tool.name for tool in tools] == list(TOOLS)
