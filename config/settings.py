@@ -2,14 +2,15 @@
 nothing outside config/ reads the environment. Defaults give the embedded set-up: SQLite with
 sqlite-vec, the local embedder and Celery tasks run in-process."""
 
+from datetime import timedelta
 from pathlib import Path
 
-import environ
-from django.core.exceptions import ImproperlyConfigured
+from config.env import ConfigurationError, Env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-env = environ.Env()
+# The environment wins over .env; a malformed typed value stops start-up (config/env.py).
+env = Env()
 if (BASE_DIR / ".env").exists():
     env.read_env(BASE_DIR / ".env")
 
@@ -18,13 +19,37 @@ DEBUG = env.bool("DEBUG", default=False)
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
-        raise ImproperlyConfigured(
+        raise ConfigurationError(
             "SECRET_KEY must be set when DEBUG is off (or set DEBUG=true for local use)."
         )
     SECRET_KEY = "insecure-development-key-only-used-with-debug-on"
 
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# --- HTTPS (README, Production) -------------------------------------------------------------
+# Off by default so ./scripts/serve works over plain http, DEBUG on or off; the production
+# environment in the README turns each on, and `manage.py check --deploy` is clean with it.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=False)
+# Behind a proxy that terminates TLS: the header it sets and the value meaning https, e.g.
+# X-Forwarded-Proto,https. Only set it when the proxy always sets (or strips) that header.
+_proxy_ssl_header = env.list("SECURE_PROXY_SSL_HEADER", default=[])
+if _proxy_ssl_header:
+    if len(_proxy_ssl_header) != 2:
+        raise ConfigurationError(
+            f"SECURE_PROXY_SSL_HEADER={','.join(_proxy_ssl_header)!r}: expected a header and "
+            "its https value, e.g. X-Forwarded-Proto,https"
+        )
+    _header = _proxy_ssl_header[0].upper().replace("-", "_")
+    SECURE_PROXY_SSL_HEADER = (
+        _header if _header.startswith("HTTP_") else f"HTTP_{_header}",
+        _proxy_ssl_header[1],
+    )
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -33,6 +58,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
+    "csp",
     "rest_framework",
     "rest_framework.authtoken",
     "django_filters",
@@ -44,6 +71,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that it also sees the errors other middleware answer (a disallowed Host).
+    "memories.api.middleware.ApiJsonErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -52,12 +81,19 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "memories.api.middleware.ApiJsonErrorsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a login it refused into the 429 answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 AUTH_USER_MODEL = "memories.User"
+# django-axes first: a locked-out login is refused before ModelBackend hashes its password.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 APPEND_SLASH = False
 
 TEMPLATES = [
@@ -103,6 +139,50 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- Cache: login lockouts and API throttles live here ---------------------------------------
+# Local memory serves one process (./scripts/serve). Several web processes must share the
+# counters, or each lets through its own quota: CACHE_URL=redis://127.0.0.1:6379/1.
+CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+_serves_only_this_machine = set(ALLOWED_HOSTS) <= {"localhost", "127.0.0.1", "[::1]"}
+if CACHES["default"]["BACKEND"].endswith("LocMemCache") and (DEBUG or _serves_only_this_machine):
+    # django-axes warns about any local-memory cache; for one local process it is right.
+    # A site with a public host name and no CACHE_URL keeps the warning (check --deploy).
+    SILENCED_SYSTEM_CHECKS = ["axes.W001"]
+
+# --- Login throttling (django-axes) ------------------------------------------------------------
+# Failures are counted per client address and per username, each on its own: after
+# LOGIN_FAILURE_LIMIT of either within LOGIN_COOLOFF_SECONDS, logins from that address or for
+# that username answer 429 with Retry-After, on /api/auth/token and /admin/login/ alike. Every
+# refused attempt starts the cool-off again, so Retry-After is exact.
+AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(seconds=env.int("LOGIN_COOLOFF_SECONDS", default=900, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_CALLABLE = "config.login_throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "config.login_throttle.client_ip"
+# Proxies in front of the service that append the client's address to X-Forwarded-For; 0
+# means clients connect directly and REMOTE_ADDR is theirs. Behind one nginx, set 1: else
+# every client has the proxy's address and one guesser locks everyone out.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0, minimum=0)
+AXES_ENABLE_ADMIN = False  # the cache handler keeps no rows for the admin to list
+AXES_VERBOSE = False  # no banner on every manage.py command; failures are still logged
+
+# --- Content-Security-Policy (django-csp) ------------------------------------------------------
+# Pages load only this site's scripts, styles and images: the review pages and the admin need
+# nothing else. /api/docs/ relaxes style-src for Swagger UI's inline styles (config/urls.py).
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
 # --- Static files, i18n ------------------------------------------------------------------------
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"  # collectstatic target; whitenoise serves it
@@ -123,6 +203,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BYTES", default=1_048_576)
 IMPORT_MAX_BYTES = env.int("IMPORT_MAX_BYTES", default=256 * 1024 * 1024)
 
 # --- REST API --------------------------------------------------------------------------------
+# The extraction endpoints call a paid model: requests per user beyond this answer 429.
+EXTRACTION_THROTTLE_RATE = env.rate("EXTRACTION_THROTTLE_RATE", default="30/minute")
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
@@ -139,6 +221,8 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "memories.api.errors.exception_handler",
+    # Per-user rates of the views that name a throttle_scope, counted in the default cache.
+    "DEFAULT_THROTTLE_RATES": {"extraction": EXTRACTION_THROTTLE_RATE},
 }
 
 # A service key with X-User-Id: <external id> acts as that end user, created on first use
@@ -168,9 +252,7 @@ CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default="") or None
 CELERY_TASK_IGNORE_RESULT = True
 
 # --- Embeddings ------------------------------------------------------------------------------
-EMBEDDER = env.str("EMBEDDER", default="local")
-if EMBEDDER not in {"local", "openai", "none"}:
-    raise ImproperlyConfigured("EMBEDDER must be one of local, openai, none.")
+EMBEDDER = env.choice("EMBEDDER", ("local", "openai", "none"), default="local")
 EMBEDDING_BASE_URL = env.str("EMBEDDING_BASE_URL", default="")
 EMBEDDING_API_KEY = env.str("EMBEDDING_API_KEY", default="")
 EMBEDDING_MODEL = env.str(
@@ -212,7 +294,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-# --- Recall (SPEC §4, §5). Defaults tuned on the LOCOMO dev benchmark; see docs/recall.md. ----
+# --- Recall and the hint (README). Defaults tuned on the LOCOMO dev set: docs/benchmarks.md. ---
 RECALL_WEIGHT_RELEVANCE = env.float("RECALL_WEIGHT_RELEVANCE", default=0.55)
 RECALL_WEIGHT_IMPORTANCE = env.float("RECALL_WEIGHT_IMPORTANCE", default=0.15)
 RECALL_WEIGHT_RECENCY = env.float("RECALL_WEIGHT_RECENCY", default=0.15)
@@ -237,11 +319,14 @@ RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
 # PostgreSQL was flat from 400 to 2000 rows (0.543-0.551; 0.550 at 500) and 0.538 with no
 # budget; see memories/recall/keyword.py and bench/README.md.
 RECALL_KEYWORD_ROW_BUDGET = env.int("RECALL_KEYWORD_ROW_BUDGET", default=500)
+# How many results recall gives when the request has no top_k: GET /api/memories/search, and
+# what a model is handed (POST /api/memories/context and the memory_context and memory_recall
+# tools). Fixed, not read from the environment: the endpoints' top_k bounds (50, 20) hold them.
 RECALL_SEARCH_TOP_K = 10
 RECALL_HINT_TOP_K = 5
 MEMORY_HINT_BUDGET_CHARS = env.int("MEMORY_HINT_BUDGET_CHARS", default=6000)
 
-# --- Extraction (SPEC §7) ------------------------------------------------------------------
+# --- Extraction (README) ----------------------------------------------------------------------
 # Conversation trigger policy for the automatic path (scanner, posted messages):
 EXTRACTION_USER_MESSAGES = env.int("EXTRACTION_USER_MESSAGES", default=6)
 EXTRACTION_IDLE_MINUTES = env.float("EXTRACTION_IDLE_MINUTES", default=30.0)
@@ -262,5 +347,8 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": EXTRACTION_SCAN_INTERVAL_SECONDS,
     }
 }
-# Called (by dotted path) after a message is posted to a topic, once the write commits.
+# Called (by dotted path) as hook(kind="topic"|"work_session", source_id=...) once per post
+# that carried user messages (one message or a batch), after the write commits. A hook may
+# return the extraction it started as {"task_id", "status"} (the batch answer's `extraction`)
+# or None; one that raises is logged and fails nothing.
 MESSAGE_POSTED_HOOKS = ["extraction.services.message_posted"]

@@ -10,6 +10,10 @@ from config.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
+# Login lockouts and throttles count in the cache, which tests/conftest.py empties around
+# every test: always this process's memory, never a Redis that CACHE_URL might name.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 if DATABASES["default"]["ENGINE"] == "memories.recall.sqlite_backend":  # noqa: F405
     # One file per test process, so two runs (or a run and a dev server) never share it.
     DATABASES["default"]["TEST"] = {  # noqa: F405

@@ -1,12 +1,19 @@
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+# Swagger UI under the site's Content-Security-Policy: the split view serves its start-up
+# script from the page's own URL (?script) instead of inline; the UI sets inline styles.
+docs_view = csp_update({"style-src": ["'unsafe-inline'"]})(
+    SpectacularSwaggerSplitView.as_view(url_name="schema")
+)
 
 urlpatterns = [
     path("api/", include("extraction.urls")),
     path("api/", include("memories.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/docs/", docs_view, name="docs"),
     path("admin/", admin.site.urls),
     path("review/", include("review.urls")),
 ]

@@ -1,52 +1,137 @@
-"""POST /api/memories/extract/{topic_id} and /api/memories/extract-work/{session_id}."""
+"""POST /api/memories/extract/{topic_id} and /api/memories/extract-work/{session_id}, which
+queue an extraction, and GET /api/extraction-runs[/{task_id}], which follow it."""
 
-from celery.result import EagerResult
-from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+import django_filters
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
-from extraction.tasks import extract_topic_task, extract_work_session_task
-from memories import selectors
+from extraction import runs, selectors
+from extraction.models import ExtractionRun, RunStatus, SourceKind
+from memories import selectors as memory_selectors
 from memories.api.views import parse_uuid
+from memories.models import ApiKeyScope
 
 
 class ExtractionAcceptedSerializer(serializers.Serializer):
-    task_id = serializers.CharField()
-    status = serializers.ChoiceField(choices=["queued", "done", "skipped", "failed"])
-    reason = serializers.CharField(required=False)
+    task_id = serializers.CharField(help_text="Follow it at GET /api/extraction-runs/{task_id}.")
+    status = serializers.ChoiceField(choices=RunStatus.choices)
+    reason = serializers.CharField(required=False, help_text="Once finished: why skipped/failed.")
     result = serializers.DictField(child=serializers.IntegerField(), required=False)
 
 
-def accepted(async_result) -> Response:
-    """202 with the task id; where tasks run in-process the task is finished already, so
-    its outcome (done, skipped or failed, and the counts) is in the answer."""
-    body = {"task_id": async_result.id, "status": "queued"}
-    if isinstance(async_result, EagerResult):
-        summary = async_result.get()
-        body.update(status=summary["status"], reason=summary["reason"], result=summary["result"])
+def accepted(run: ExtractionRun) -> Response:
+    """202 with the run's task id and status. Where tasks run in process the run has finished
+    by now, so its outcome (done, skipped or failed, the reason and the counts) is in the
+    answer. A source whose extraction was already on its way answers that run."""
+    body = {"task_id": run.task_id, "status": run.status}
+    if run.status in runs.FINISHED:
+        body.update(reason=run.reason, result=run.result())
     return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class ExtractTopicView(APIView):
     """Extract whatever user and assistant messages are new since the last extraction."""
 
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "extraction"  # EXTRACTION_THROTTLE_RATE per user: it calls a paid model
+
     @extend_schema(request=None, responses={202: ExtractionAcceptedSerializer})
     def post(self, request, topic_id: str):
-        topic = selectors.topic_get(
+        topic = memory_selectors.topic_get(
             user=request.user, topic_id=parse_uuid(topic_id, field="topic_id", what="topic")
         )
-        return accepted(extract_topic_task.delay(str(topic.id), False))
+        run, _ = runs.run_queue(
+            kind=SourceKind.TOPIC, source_id=topic.id, user=topic.user, automatic=False
+        )
+        return accepted(run)
 
 
 class ExtractWorkSessionView(APIView):
     """Extract from a work session: only in a managed project, every 10 user messages."""
 
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "extraction"  # EXTRACTION_THROTTLE_RATE per user: it calls a paid model
+
     @extend_schema(request=None, responses={202: ExtractionAcceptedSerializer})
     def post(self, request, session_id: str):
-        session = selectors.work_session_get(
+        session = memory_selectors.work_session_get(
             user=request.user,
             session_id=parse_uuid(session_id, field="session_id", what="work session"),
             field="session_id",
         )
-        return accepted(extract_work_session_task.delay(str(session.id)))
+        run, _ = runs.run_queue(
+            kind=SourceKind.WORK_SESSION, source_id=session.id, user=session.user, automatic=True
+        )
+        return accepted(run)
+
+
+class RunSourceSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=SourceKind.choices, source="source_kind")
+    id = serializers.UUIDField(source="source_id")
+
+
+class ExtractionRunSerializer(serializers.ModelSerializer):
+    source = RunSourceSerializer(source="*", read_only=True)
+    memory_ids = serializers.ListField(child=serializers.UUIDField(), read_only=True)
+    error = serializers.SerializerMethodField(help_text="Why a failed run failed; else null.")
+    reason = serializers.SerializerMethodField(help_text="Why a skipped run skipped; else null.")
+
+    class Meta:
+        model = ExtractionRun
+        fields = [
+            "task_id",
+            "status",
+            "source",
+            "created",
+            "merged",
+            "skipped",
+            "memory_ids",
+            "error",
+            "reason",
+            "started_at",
+            "finished_at",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_error(self, run: ExtractionRun) -> str | None:
+        return run.reason if run.status == RunStatus.FAILED else None
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_reason(self, run: ExtractionRun) -> str | None:
+        return run.reason if run.status == RunStatus.SKIPPED else None
+
+
+class ExtractionRunFilter(django_filters.FilterSet):
+    """Query parameters of GET /api/extraction-runs."""
+
+    status = django_filters.ChoiceFilter(choices=RunStatus.choices)
+    source_kind = django_filters.ChoiceFilter(choices=SourceKind.choices)
+    source_id = django_filters.UUIDFilter()
+
+    class Meta:
+        model = ExtractionRun
+        fields = []
+
+
+class ExtractionRunViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """The caller's extraction runs, newest first (staff: everyone's), and one by task id."""
+
+    serializer_class = ExtractionRunSerializer
+    filterset_class = ExtractionRunFilter
+    key_scope = ApiKeyScope.READ
+    lookup_field = "task_id"
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # the OpenAPI schema has no caller
+            return ExtractionRun.objects.none()
+        return selectors.runs_visible_to(self.request.user)
+
+    def retrieve(self, request, task_id: str):
+        run = selectors.run_get(user=request.user, task_id=task_id)
+        return Response(ExtractionRunSerializer(run).data)

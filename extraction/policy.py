@@ -1,4 +1,4 @@
-"""When to extract (SPEC §7): plain functions of counts and times, thresholds from settings."""
+"""When to extract: plain functions of counts and times, thresholds from settings."""
 
 from dataclasses import dataclass
 from datetime import datetime

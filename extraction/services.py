@@ -1,10 +1,12 @@
 """Extraction: read what is new in a conversation or work session, ask the utility model (or
 the rules) for memories, and save them as pending_review after deduplication.
 
-Safe to run on several workers at once and to retry: a run first claims its source with a
-conditional UPDATE (one claimant wins), calls the model outside any transaction, and then
-writes its memories and moves the source's cursor in one transaction, only if the cursor is
-still where the run started. A duplicated or retried task therefore writes nothing twice.
+Safe to run on several workers at once and to retry: a task first takes its run (see
+extraction/runs.py: one delivery of a task works, a duplicate leaves the run alone), then
+claims its source with a conditional UPDATE (one claimant wins), calls the model outside any
+transaction, and writes its memories and moves the source's cursor in one transaction, only
+if the cursor is still where the run started. A duplicated or retried task therefore writes
+nothing twice.
 """
 
 import logging
@@ -18,7 +20,7 @@ from django.db.models import Count, F, Max, Q, Sum
 from django.db.models.functions import Coalesce, Length
 from django.utils import timezone
 
-from extraction import llm, policy
+from extraction import llm, policy, runs
 from extraction.merge import classify, normalise
 from extraction.models import ExtractionRun, ExtractionState, RunStatus, SourceKind
 from extraction.parsing import Candidate, parse_candidates
@@ -27,6 +29,7 @@ from extraction.rules import extract_by_rules
 from memories import services as memory_services
 from memories.embedders import get_embedder
 from memories.models import (
+    SCOPE_CARRIERS,
     ConfigEntry,
     Memory,
     MessageRole,
@@ -84,15 +87,19 @@ class ExtractionSource:
         )
 
     def carriers(self, scope: str) -> dict:
-        """Where a candidate of `scope` lands for this source; scopes the source cannot
-        carry fall back to the nearest one it can (work sessions have no topic: session
-        facts belong to the project there)."""
-        if scope == Scope.SESSION and self.topic is not None:
-            return {"scope": Scope.SESSION, "user": self.user, "topic": self.topic}
-        if scope in (Scope.SESSION, Scope.PROJECT) and self.project is not None:
-            return {"scope": Scope.PROJECT, "user": self.user, "project": self.project}
-        if scope == Scope.PERSONA_USER and self.persona is not None:
-            return {"scope": Scope.PERSONA_USER, "user": self.user, "persona": self.persona}
+        """Where a candidate of `scope` lands for this source: the nearest scope whose
+        carriers (SCOPE_CARRIERS) the source has (work sessions have no topic: session facts
+        belong to the project there), else the user's own. Never persona scope, which every
+        user of the persona reads."""
+        nearest = {
+            Scope.SESSION: (Scope.SESSION, Scope.PROJECT),
+            Scope.PROJECT: (Scope.PROJECT,),
+            Scope.PERSONA_USER: (Scope.PERSONA_USER,),
+        }.get(scope, ())
+        for candidate in nearest:
+            carriers = {name: getattr(self, name) for name in SCOPE_CARRIERS[candidate]}
+            if all(value is not None for value in carriers.values()):
+                return {"scope": candidate, **carriers}
         return {"scope": Scope.USER, "user": self.user}
 
 
@@ -113,36 +120,56 @@ def _activity(source: ExtractionSource, cursor: int) -> policy.Activity:
     )
 
 
-def _finish(source, *, status, reason="", task_id="", **fields) -> ExtractionRun:
-    run_id = uuid.uuid4()
-    return ExtractionRun.objects.create(
-        id=run_id,
-        user=source.user,
-        source_kind=source.kind,
-        source_id=source.id,
-        task_id=task_id or str(run_id),
-        status=status,
-        reason=reason[:300],
-        finished_at=timezone.now(),
-        **fields,
-    )
+class _TakenOver(Exception):
+    """This attempt no longer holds its run: its writes are rolled back."""
+
+
+def _finish(run: ExtractionRun, **outcome) -> ExtractionRun:
+    runs.run_finish(run, **outcome)
+    run.refresh_from_db()
+    return run
 
 
 def extract_topic(
-    *, topic_id: uuid.UUID, automatic: bool = False, task_id: str = ""
+    *,
+    topic_id: uuid.UUID,
+    automatic: bool = False,
+    task_id: str = "",
+    is_retry: bool = False,
 ) -> ExtractionRun:
     """Extract from a conversation. `automatic` applies the trigger policy first (scanner,
-    posted messages); a direct call extracts whatever is new. Never raises for model errors:
+    posted messages); a direct call extracts whatever is new. The run of `task_id` is the one
+    worked on (see runs.run_start; none: a run of its own). Never raises for model errors:
     they end as a failed run."""
     topic = Topic.objects.select_related("user", "project", "persona").get(id=topic_id)
     source = ExtractionSource.of_topic(topic)
-    return _extract(source, automatic=automatic, task_id=task_id)
+    return _extract_run(source, automatic=automatic, task_id=task_id, is_retry=is_retry)
 
 
-def extract_work_session(*, session_id: uuid.UUID, task_id: str = "") -> ExtractionRun:
+def extract_work_session(
+    *, session_id: uuid.UUID, task_id: str = "", is_retry: bool = False
+) -> ExtractionRun:
     """Extract from a work session: managed projects only, every N new user messages."""
     session = WorkSession.objects.select_related("user", "project").get(id=session_id)
-    return _extract(ExtractionSource.of_work_session(session), automatic=True, task_id=task_id)
+    source = ExtractionSource.of_work_session(session)
+    return _extract_run(source, automatic=True, task_id=task_id, is_retry=is_retry)
+
+
+def _extract_run(
+    source: ExtractionSource, *, automatic: bool, task_id: str, is_retry: bool
+) -> ExtractionRun:
+    run, is_ours = runs.run_start(
+        kind=source.kind,
+        source_id=source.id,
+        user=source.user,
+        task_id=task_id,
+        is_retry=is_retry,
+    )
+    if not is_ours:
+        # A second delivery of a task another worker is on, or one that has finished.
+        logger.info("extraction task %s: run %s is %s, left as it is", task_id, run.id, run.status)
+        return run
+    return _extract(source, run=run, automatic=automatic)
 
 
 def _skip_reason(source: ExtractionSource, cursor: int, automatic: bool) -> str | None:
@@ -164,26 +191,24 @@ def _skip_reason(source: ExtractionSource, cursor: int, automatic: bool) -> str 
     return None if decision.extract else decision.reason
 
 
-def _extract(source: ExtractionSource, *, automatic: bool, task_id: str) -> ExtractionRun:
+def _extract(source: ExtractionSource, *, run: ExtractionRun, automatic: bool) -> ExtractionRun:
     state, _ = ExtractionState.objects.get_or_create(**source.state_filter)
     cursor = state.last_message_id
     reason = _skip_reason(source, cursor, automatic)
     if reason:
-        return _finish(source, status=RunStatus.SKIPPED, reason=reason, task_id=task_id)
+        return _finish(run, status=RunStatus.SKIPPED, reason=reason)
 
     messages = list(
         source.messages.filter(id__gt=cursor, role__in=EXTRACTABLE_ROLES)
         .order_by("id")
         .values_list("id", "role", "content")[: settings.EXTRACTION_MAX_MESSAGES_PER_RUN]
     )
-    read_to = messages[-1][0]
-    claim = _claim(state, cursor)
-    if claim is None:
+    read = {"from_message_id": messages[0][0], "to_message_id": messages[-1][0]}
+    if not _claim(state, cursor, run.id):
         return _finish(
-            source,
+            run,
             status=RunStatus.SKIPPED,
             reason="another extraction of this source is running or has finished",
-            task_id=task_id,
         )
 
     # Slow I/O, outside any transaction: the model, then the embeddings.
@@ -198,69 +223,79 @@ def _extract(source: ExtractionSource, *, automatic: bool, task_id: str) -> Extr
             candidates = extract_by_rules([c for _, r, c in messages if r == MessageRole.USER])
         vectors = _embed(candidates)
     except llm.ExtractionFailed as exc:
-        _release(state, claim)
+        _release(state, run.id)
         logger.warning("extraction of %s %s failed: %s", source.kind, source.id, exc.reason)
         return _finish(
-            source,
+            run,
             status=RunStatus.FAILED,
             reason=exc.reason,
-            task_id=task_id,
             extractor=extractor,
             attempts=exc.attempts,
-            from_message_id=messages[0][0],
-            to_message_id=read_to,
+            **read,
         )
     except Exception:
-        _release(state, claim)
+        _release(state, run.id)
         raise
 
-    with transaction.atomic():
-        locked = ExtractionState.objects.select_for_update().get(id=state.id)
-        if locked.claim_token != claim or locked.last_message_id != cursor:
-            return _finish(
-                source,
-                status=RunStatus.SKIPPED,
-                reason="another extraction of this source finished first",
-                task_id=task_id,
+    try:
+        with transaction.atomic():
+            locked = ExtractionState.objects.select_for_update().get(id=state.id)
+            if locked.claim_token != run.id or locked.last_message_id != cursor:
+                return _finish(
+                    run,
+                    status=RunStatus.SKIPPED,
+                    reason="another extraction of this source finished first",
+                )
+            saved = _save_candidates(source, candidates, vectors)
+            locked.last_message_id = read["to_message_id"]
+            locked.last_extracted_at = timezone.now()
+            locked.claim_token = None
+            locked.claimed_until = None
+            locked.save(
+                update_fields=[
+                    "last_message_id",
+                    "last_extracted_at",
+                    "claim_token",
+                    "claimed_until",
+                ]
             )
-        counts = _save_candidates(source, candidates, vectors)
-        locked.last_message_id = read_to
-        locked.last_extracted_at = timezone.now()
-        locked.claim_token = None
-        locked.claimed_until = None
-        locked.save(
-            update_fields=["last_message_id", "last_extracted_at", "claim_token", "claimed_until"]
-        )
-        return _finish(
-            source,
-            status=RunStatus.DONE,
-            task_id=task_id,
-            extractor=extractor,
-            attempts=attempts,
-            from_message_id=messages[0][0],
-            to_message_id=read_to,
-            **counts,
-        )
+            # In the same transaction as the memories: if another delivery took this run
+            # over meanwhile (ours outlived the claim time), nothing of ours is kept and the
+            # other attempt extracts these messages.
+            if not runs.run_finish(
+                run,
+                status=RunStatus.DONE,
+                extractor=extractor,
+                attempts=attempts,
+                **read,
+                **saved,
+            ):
+                raise _TakenOver
+    except _TakenOver:
+        logger.warning("extraction run %s was taken over; this attempt wrote nothing", run.id)
+    run.refresh_from_db()
+    return run
 
 
-def _claim(state: ExtractionState, cursor: int) -> uuid.UUID | None:
+def _claim(state: ExtractionState, cursor: int, run_id: uuid.UUID) -> bool:
     """Take the source for this run, unless another run holds an unexpired claim. The
-    conditional UPDATE is the lock: of two workers, exactly one updates the row."""
+    conditional UPDATE is the lock: of two workers, exactly one updates the row. The claim
+    carries the run's id, so a retry of the same run (its attempt raised before releasing,
+    say on a database error) takes it back instead of waiting for it to expire."""
     now = timezone.now()
-    token = uuid.uuid4()
     claimed = (
         ExtractionState.objects.filter(id=state.id, last_message_id=cursor)
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now) | Q(claim_token=run_id))
         .update(
-            claim_token=token,
+            claim_token=run_id,
             claimed_until=now + timedelta(seconds=settings.EXTRACTION_CLAIM_SECONDS),
         )
     )
-    return token if claimed else None
+    return bool(claimed)
 
 
-def _release(state: ExtractionState, claim: uuid.UUID) -> None:
-    ExtractionState.objects.filter(id=state.id, claim_token=claim).update(
+def _release(state: ExtractionState, run_id: uuid.UUID) -> None:
+    ExtractionState.objects.filter(id=state.id, claim_token=run_id).update(
         claim_token=None, claimed_until=None
     )
 
@@ -317,7 +352,10 @@ def _scope_texts(carriers: dict) -> dict:
 
 
 def _save_candidates(source, candidates, vectors) -> dict:
+    """Write the candidates that are neither repeated nor duplicates; the counts, and the ids
+    of the memories written (created and merged ones) as `memory_ids`."""
     created = merged = skipped = 0
+    memory_ids: list[str] = []
     seen: set[tuple[str, str]] = set()
     texts_by_scope: dict = {}
     for candidate, vector in zip(candidates, vectors, strict=True):
@@ -341,7 +379,7 @@ def _save_candidates(source, candidates, vectors) -> dict:
         if decision.kind == "duplicate":
             skipped += 1
             continue
-        memory_services.memory_create(
+        saved = memory_services.memory_create(
             actor=None,
             key=candidate.key,
             value=candidate.value,
@@ -355,53 +393,60 @@ def _save_candidates(source, candidates, vectors) -> dict:
             note=f"extracted from {source.kind} {source.id}",
             **carriers,
         )
+        memory_ids.append(str(saved.id))
         if decision.kind == "conflict":
             merged += 1
         else:
             created += 1
-    return {"created": created, "merged": merged, "skipped": skipped}
+    return {"created": created, "merged": merged, "skipped": skipped, "memory_ids": memory_ids}
 
 
-def queue_if_due(source: ExtractionSource, cursor: int) -> bool:
-    """Queue the source's extraction (after the current transaction commits) when the
-    trigger policy says it is due. The task checks again: this is only a cheap filter."""
-    from extraction.tasks import extract_topic_task, extract_work_session_task
-
+def queue_if_due(source: ExtractionSource, cursor: int) -> tuple[ExtractionRun, bool] | None:
+    """Queue the source's extraction when the trigger policy says it is due: its run, and
+    whether it is new (False: a fresh run of the source was on its way already and is
+    returned instead, see runs.run_queue). None when nothing is due. The task checks again:
+    this is only a cheap filter."""
     activity = _activity(source, cursor)
     if source.kind == SourceKind.TOPIC:
-        if not policy.conversation_decision(activity, now=timezone.now()).extract:
-            return False
-        transaction.on_commit(lambda: extract_topic_task.delay(str(source.id), True))
-        return True
-    decision = policy.work_session_decision(
-        has_project=source.project is not None, new_user_messages=activity.new_user_messages
-    )
+        decision = policy.conversation_decision(activity, now=timezone.now())
+    else:
+        decision = policy.work_session_decision(
+            has_project=source.project is not None, new_user_messages=activity.new_user_messages
+        )
     if not decision.extract:
-        return False
-    transaction.on_commit(lambda: extract_work_session_task.delay(str(source.id)))
-    return True
+        return None
+    return runs.run_queue(kind=source.kind, source_id=source.id, user=source.user, automatic=True)
 
 
-def message_posted(*, kind: str, source_id: uuid.UUID) -> None:
-    """Hook for a newly committed message (settings.MESSAGE_POSTED_HOOKS)."""
+def message_posted(*, kind: str, source_id: uuid.UUID) -> dict | None:
+    """Hook for newly committed user messages (settings.MESSAGE_POSTED_HOOKS), called once per
+    post however many messages it carried: queue the source's extraction if it is due.
+    Returns the run as {"task_id", "status"} (in process the task has run by then, so the
+    status is its outcome), or None when nothing is due. The run returned may be one that
+    was already on its way (runs.run_queue does not queue a source twice)."""
     if not extraction_enabled():
-        return
+        return None
     if kind == SourceKind.TOPIC:
-        topic = Topic.objects.select_related("persona", "project").get(id=source_id)
+        topic = Topic.objects.select_related("user", "persona", "project").get(id=source_id)
         if topic.persona is not None and not topic.persona.memory_enabled:
-            return
+            return None
         source = ExtractionSource.of_topic(topic)
     else:
         source = ExtractionSource.of_work_session(
-            WorkSession.objects.select_related("project").get(id=source_id)
+            WorkSession.objects.select_related("user", "project").get(id=source_id)
         )
     state = ExtractionState.objects.filter(**source.state_filter).first()
-    queue_if_due(source, state.last_message_id if state else 0)
+    queued = queue_if_due(source, state.last_message_id if state else 0)
+    if queued is None:
+        return None
+    run, _ = queued
+    return {"task_id": run.task_id, "status": run.status}
 
 
 def scan_extractions(*, limit: int = 500) -> dict:
     """Find topics and work sessions with new activity and queue those whose extraction is
-    due. Returns how many of each were queued."""
+    due. Returns how many of each were queued (a source whose run is still on its way is not
+    queued again, and not counted)."""
     queued = {"topics": 0, "work_sessions": 0}
     if not extraction_enabled():
         return queued
@@ -419,7 +464,7 @@ def scan_extractions(*, limit: int = 500) -> dict:
         .select_related("persona", "project", "user")[:limit]
     )
     for topic in topics:
-        queued["topics"] += queue_if_due(ExtractionSource.of_topic(topic), topic.cursor)
+        queued["topics"] += _is_new(queue_if_due(ExtractionSource.of_topic(topic), topic.cursor))
     sessions = (
         WorkSession.objects.filter(project__isnull=False)
         .annotate(**with_news)
@@ -428,7 +473,11 @@ def scan_extractions(*, limit: int = 500) -> dict:
         .select_related("project", "user")[:limit]
     )
     for session in sessions:
-        queued["work_sessions"] += queue_if_due(
-            ExtractionSource.of_work_session(session), session.cursor
+        queued["work_sessions"] += _is_new(
+            queue_if_due(ExtractionSource.of_work_session(session), session.cursor)
         )
     return queued
+
+
+def _is_new(queued: tuple[ExtractionRun, bool] | None) -> bool:
+    return queued is not None and queued[1]

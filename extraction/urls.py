@@ -1,6 +1,11 @@
 from django.urls import path
+from rest_framework.routers import SimpleRouter
 
 from extraction import api
+
+# Paths have no trailing slash: clients use them exactly as the README lists them.
+router = SimpleRouter(trailing_slash=False)
+router.register("extraction-runs", api.ExtractionRunViewSet, basename="extraction-run")
 
 urlpatterns = [
     path("memories/extract/<str:topic_id>", api.ExtractTopicView.as_view(), name="extract-topic"),
@@ -9,4 +14,5 @@ urlpatterns = [
         api.ExtractWorkSessionView.as_view(),
         name="extract-work-session",
     ),
+    *router.urls,
 ]

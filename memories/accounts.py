@@ -1,5 +1,5 @@
 """End users: the product's users (by external id) as this service knows them, and their
-erasure (SPEC §11). Erasure is a hard delete, unlike everything else here: it is what a
+erasure. Erasure is a hard delete, unlike everything else here: it is what a
 user's right to be forgotten asks for."""
 
 from django.contrib.admin.models import LogEntry

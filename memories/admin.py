@@ -12,6 +12,7 @@ from memories.models import (
     MemoryRevision,
     Persona,
     Project,
+    RevisionAction,
     Status,
     Topic,
     User,
@@ -156,21 +157,20 @@ class MemoryAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
+    def _review(self, request, queryset, *, decision: str, verb: str) -> None:
+        ids = list(queryset.filter(status=Status.PENDING_REVIEW).values_list("id", flat=True))
+        count = len(services.memory_review(memory_ids=ids, actor=request.user, decision=decision))
+        self.message_user(
+            request, f"{verb} {count} {'memory' if count == 1 else 'memories'}.", messages.SUCCESS
+        )
+
     @admin.action(description="Approve selected pending memories")
     def approve_selected(self, request, queryset):
-        ids = list(queryset.filter(status=Status.PENDING_REVIEW).values_list("id", flat=True))
-        count = services.memory_bulk_approve(memory_ids=ids, actor=request.user)
-        self.message_user(
-            request, f"Approved {count} {'memory' if count == 1 else 'memories'}.", messages.SUCCESS
-        )
+        self._review(request, queryset, decision=RevisionAction.APPROVE, verb="Approved")
 
     @admin.action(description="Reject selected pending memories")
     def reject_selected(self, request, queryset):
-        ids = list(queryset.filter(status=Status.PENDING_REVIEW).values_list("id", flat=True))
-        count = services.memory_bulk_reject(memory_ids=ids, actor=request.user)
-        self.message_user(
-            request, f"Rejected {count} {'memory' if count == 1 else 'memories'}.", messages.SUCCESS
-        )
+        self._review(request, queryset, decision=RevisionAction.REJECT, verb="Rejected")
 
     @admin.action(description="Archive selected memories")
     def archive_selected(self, request, queryset):

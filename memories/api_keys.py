@@ -1,4 +1,4 @@
-"""Service keys and the end users they act for (SPEC §11).
+"""Service keys and the end users they act for.
 
 A product backend holds one key and names, per request, the end user it acts for
 (`X-User-Id: <its own id for that user>`); that user is created here on first use. The REST

@@ -1,4 +1,4 @@
-"""The MCP server (SPEC §11): the tools of memories.tools over the Model Context Protocol,
+"""The MCP server: the tools of memories.tools over the Model Context Protocol,
 built on the official SDK's low-level Server, so that tools/list gives exactly the registry's
 schemas and tools/call runs the registry's validation and services.
 
@@ -34,7 +34,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers, QueryParams
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memories.api.errors import error_body, exception_handler
 from memories.api.serializers import RecallContextSerializer
@@ -219,6 +219,48 @@ class AuthenticationMiddleware:
         await self.app(scope, receive, send)
 
 
+class NestingGuardMiddleware:
+    """Answer a POST whose JSON is nested too deeply for Python's parser with the JSON-RPC
+    parse error (400). The SDK's transport parses the body with json.loads and catches only
+    JSONDecodeError: the RecursionError of such a body would be its HTTP 500."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        try:
+            json.loads(body)
+        except RecursionError:
+            error = {"code": types.PARSE_ERROR, "message": "Parse error: JSON nested too deeply."}
+            response = JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, 400)
+            await response(scope, receive, send)
+            return
+        except ValueError:
+            pass  # the transport answers its own parse error
+
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
 def _request_caller(server: Server) -> Caller:
     # The transport hands the tool handler the HTTP request the call came in.
     return server.request_context.request.scope[CALLER_SCOPE_KEY]
@@ -232,7 +274,12 @@ def mcp_http_app() -> Starlette:
     # worker), so any process behind a load balancer can answer it.
     manager = StreamableHTTPSessionManager(app=server, stateless=True, json_response=True)
     return Starlette(
-        routes=[Route("/mcp", endpoint=AuthenticationMiddleware(manager.handle_request))],
+        routes=[
+            Route(
+                "/mcp",
+                endpoint=AuthenticationMiddleware(NestingGuardMiddleware(manager.handle_request)),
+            )
+        ],
         lifespan=lambda app: manager.run(),
     )
 

@@ -1,6 +1,8 @@
 """Memory records and the scope carriers they point at (personas, projects, topics, work
 sessions and their messages)."""
 
+import functools
+import operator
 import uuid
 
 from django.conf import settings
@@ -188,6 +190,31 @@ class Status(models.TextChoices):
     ARCHIVED = "archived"
 
 
+# Which carriers (Memory's foreign keys) each scope sets; the others stay null. The one
+# statement of the rule: the database constraint, the services' checks, the API's validation
+# and the vector partition keys (their ids in the order of each tuple) come from it.
+CARRIERS = ("user", "persona", "project", "topic")
+SCOPE_CARRIERS: dict[str, tuple[str, ...]] = {
+    Scope.USER: ("user",),
+    Scope.PROJECT: ("user", "project"),
+    Scope.SESSION: ("user", "topic"),
+    Scope.PERSONA: ("persona",),
+    Scope.PERSONA_USER: ("persona", "user"),
+}
+
+
+def scope_carriers_condition() -> Q:
+    """SCOPE_CARRIERS as a check on a Memory row: one of the scopes, with exactly its
+    carriers set."""
+    return functools.reduce(
+        operator.or_,
+        (
+            Q(scope=scope, **{f"{name}__isnull": name not in carriers for name in CARRIERS})
+            for scope, carriers in SCOPE_CARRIERS.items()
+        ),
+    )
+
+
 class Memory(models.Model):
     """One remembered fact. `user` is whom it is about (null for persona scope); the API's
     owner_id is the persona for persona scopes and the user otherwise."""
@@ -233,44 +260,7 @@ class Memory(models.Model):
             ),
             # The scope decides which carriers are set; the database refuses any other mix.
             models.CheckConstraint(
-                name="memory_scope_carriers",
-                condition=(
-                    Q(
-                        scope="user",
-                        user__isnull=False,
-                        persona__isnull=True,
-                        project__isnull=True,
-                        topic__isnull=True,
-                    )
-                    | Q(
-                        scope="project",
-                        user__isnull=False,
-                        persona__isnull=True,
-                        project__isnull=False,
-                        topic__isnull=True,
-                    )
-                    | Q(
-                        scope="session",
-                        user__isnull=False,
-                        persona__isnull=True,
-                        project__isnull=True,
-                        topic__isnull=False,
-                    )
-                    | Q(
-                        scope="persona",
-                        user__isnull=True,
-                        persona__isnull=False,
-                        project__isnull=True,
-                        topic__isnull=True,
-                    )
-                    | Q(
-                        scope="persona_user",
-                        user__isnull=False,
-                        persona__isnull=False,
-                        project__isnull=True,
-                        topic__isnull=True,
-                    )
-                ),
+                name="memory_scope_carriers", condition=scope_carriers_condition()
             ),
         ]
 
@@ -323,7 +313,6 @@ class RevisionAction(models.TextChoices):
     REJECT = "reject"
     ARCHIVE = "archive"
     DELETE = "delete"
-    MERGE = "merge"
     RESTORE = "restore"
     IMPORT = "import"
 

@@ -1,4 +1,4 @@
-"""Reads, already limited to what the caller may see (SPEC §2)."""
+"""Reads, already limited to what the caller may see: someone else's memory is not found."""
 
 from uuid import UUID
 
@@ -9,7 +9,6 @@ from memories.models import (
     Memory,
     MemoryRevision,
     Persona,
-    Project,
     Scope,
     Status,
     Topic,
@@ -18,7 +17,7 @@ from memories.models import (
 )
 
 
-def _changeable_by(user: User) -> Q:
+def changeable_by(user: User) -> Q:
     """Their own user, project, session and persona_user memories; staff also persona ones."""
     condition = Q(user=user) & ~Q(scope=Scope.PERSONA)
     if user.is_staff:
@@ -28,7 +27,7 @@ def _changeable_by(user: User) -> Q:
 
 def memories_visible_to(user: User) -> QuerySet[Memory]:
     """Live (not deleted) memories the user may read and change."""
-    return Memory.objects.filter(_changeable_by(user), deleted_at__isnull=True)
+    return Memory.objects.filter(changeable_by(user), deleted_at__isnull=True)
 
 
 def memory_get(*, user: User, memory_id: UUID) -> Memory:
@@ -41,7 +40,7 @@ def memory_get(*, user: User, memory_id: UUID) -> Memory:
 
 def memory_history(*, user: User, memory_id: UUID) -> QuerySet[MemoryRevision]:
     """Revisions newest first; also for a deleted memory of the caller, as an audit trail."""
-    if not Memory.objects.filter(_changeable_by(user), id=memory_id).exists():
+    if not Memory.objects.filter(changeable_by(user), id=memory_id).exists():
         raise NotFound("No memory with this id.", field="id")
     return MemoryRevision.objects.filter(memory_id=memory_id).order_by("-id")
 
@@ -59,13 +58,6 @@ def pending_memories() -> QuerySet[Memory]:
     return Memory.objects.filter(status=Status.PENDING_REVIEW, deleted_at__isnull=True).order_by(
         "-created_at", "-id"
     )
-
-
-def project_get(*, user: User, project_id: UUID, field: str = "project_id") -> Project:
-    project = Project.objects.filter(id=project_id, owner=user).first()
-    if project is None:
-        raise NotFound("No project with this id.", field=field)
-    return project
 
 
 def topic_get(*, user: User, topic_id: UUID, field: str = "topic_id") -> Topic:

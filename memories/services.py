@@ -1,9 +1,9 @@
 """Every write to memories and their scope carriers. Each service is one transaction;
 embedding (slow I/O) happens before the transaction opens."""
 
-import functools
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from uuid import UUID
 
 from django.conf import settings
@@ -14,6 +14,8 @@ from django.utils.module_loading import import_string
 from memories.embedders import embed_one, get_embedder
 from memories.errors import Conflict, Forbidden, InvalidInput, NotFound, ServiceError
 from memories.models import (
+    CARRIERS,
+    SCOPE_CARRIERS,
     Memory,
     MemoryRevision,
     Message,
@@ -30,14 +32,14 @@ from memories.models import (
     WorkSessionMessage,
 )
 from memories.recall.index import index_memory, index_status, unindex_memories
-from memories.selectors import _changeable_by
+from memories.selectors import changeable_by
 
 EDITABLE_FIELDS = ("key", "value", "category", "importance", "confidence")
 SNAPSHOT_FIELDS = (*EDITABLE_FIELDS, "status", "scope", "supersedes_id")
 
 
 def clamp_unit(value: float, *, field: str) -> float:
-    """Clamp into 0..1; values outside are clamped, not rejected (SPEC §1)."""
+    """Clamp into 0..1; values outside are clamped, not rejected."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InvalidInput("Must be a finite number.", field=field)
     return min(1.0, max(0.0, float(value)))
@@ -71,17 +73,11 @@ def _check_carriers(
     project: Project | None,
     topic: Topic | None,
 ) -> None:
-    """Each scope needs exactly its carriers (SPEC §1); name the field that is wrong."""
-    needs = {
-        Scope.USER: {"user"},
-        Scope.PROJECT: {"user", "project"},
-        Scope.SESSION: {"user", "topic"},
-        Scope.PERSONA: {"persona"},
-        Scope.PERSONA_USER: {"user", "persona"},
-    }[scope]
+    """Each scope needs exactly its carriers (SCOPE_CARRIERS); name the field that is wrong."""
+    needs = SCOPE_CARRIERS[scope]
     given = {"user": user, "persona": persona, "project": project, "topic": topic}
-    for name, value in given.items():
-        field = "user_id" if name == "user" else f"{name}_id"
+    for name in CARRIERS:
+        value, field = given[name], f"{name}_id"
         if name in needs and value is None:
             raise InvalidInput(f"Required for {scope} scope.", field=field)
         if name not in needs and value is not None:
@@ -273,11 +269,11 @@ def memory_update(
             if {"key", "value"} & set(changed):
                 index_memory(locked, vector=vector)
         if approve:
-            locked = _transition(
-                memory_id=locked.id,
+            [locked] = memory_review(
+                memory_ids=[locked.id],
                 actor=actor,
-                to_status=Status.ACTIVE,
-                action=RevisionAction.APPROVE,
+                decision=RevisionAction.APPROVE,
+                require_pending=True,
             )
     return locked
 
@@ -303,7 +299,7 @@ def memory_delete(*, memory: Memory, actor: User | None) -> None:
 def memory_restore(*, memory_id: UUID, actor: User) -> Memory:
     """Bring a soft-deleted memory of the actor back: active, re-embedded, re-indexed.
     Raises NotFound (not the actor's, or not deleted), EmbedderUnavailable."""
-    deleted = Memory.objects.filter(_changeable_by(actor), deleted_at__isnull=False)
+    deleted = Memory.objects.filter(changeable_by(actor), deleted_at__isnull=False)
     memory = deleted.filter(id=memory_id).first()
     if memory is None:
         raise NotFound("No deleted memory of yours with this id.", field="id")
@@ -365,60 +361,44 @@ def memory_archive(*, memory_id: UUID, actor: User | None, note: str = "") -> bo
     return True
 
 
-@transaction.atomic
-def memory_approve(*, memory: Memory, actor: User | None) -> Memory:
-    """pending_review -> active (archiving what it supersedes). Raises Conflict if not pending."""
-    approved = _transition(
-        memory_id=memory.id, actor=actor, to_status=Status.ACTIVE, action=RevisionAction.APPROVE
-    )
-    if approved is None:
-        raise Conflict(
-            f"Only pending_review memories can be approved; this one is {memory.status}."
-        )
-    return approved
+# A review decision, named as its revision, and the status it moves a pending memory to.
+REVIEW_OUTCOMES = {
+    RevisionAction.APPROVE: (Status.ACTIVE, "approved"),
+    RevisionAction.REJECT: (Status.ARCHIVED, "rejected"),
+}
 
 
 @transaction.atomic
-def memory_reject(*, memory: Memory, actor: User | None) -> Memory:
-    """pending_review -> archived. Raises Conflict if not pending."""
-    rejected = _transition(
-        memory_id=memory.id, actor=actor, to_status=Status.ARCHIVED, action=RevisionAction.REJECT
-    )
-    if rejected is None:
-        raise Conflict(
-            f"Only pending_review memories can be rejected; this one is {memory.status}."
-        )
-    return rejected
-
-
-@transaction.atomic
-def memory_bulk_approve(*, memory_ids: Iterable[UUID], actor: User | None) -> int:
-    """Approve the pending ones among memory_ids; others are skipped. Returns how many."""
-    approved = 0
+def memory_review(
+    *,
+    memory_ids: Iterable[UUID],
+    actor: User | None,
+    decision: str,
+    require_pending: bool = False,
+) -> list[Memory]:
+    """Approve ("approve": pending_review -> active, archiving what each supersedes) or
+    reject ("reject": -> archived) the pending memories among memory_ids; the others are
+    skipped. Returns the memories it changed, in the order given. With require_pending a
+    memory that is not pending raises Conflict and nothing changes. Raises InvalidInput
+    (unknown decision), Conflict."""
+    if decision not in REVIEW_OUTCOMES:
+        raise InvalidInput("The decision is approve or reject.", field="decision")
+    to_status, done = REVIEW_OUTCOMES[decision]
+    changed = []
     for memory_id in dict.fromkeys(memory_ids):
-        if _transition(
-            memory_id=memory_id,
-            actor=actor,
-            to_status=Status.ACTIVE,
-            action=RevisionAction.APPROVE,
-        ):
-            approved += 1
-    return approved
-
-
-@transaction.atomic
-def memory_bulk_reject(*, memory_ids: Iterable[UUID], actor: User | None) -> int:
-    """Reject the pending ones among memory_ids; others are skipped. Returns how many."""
-    rejected = 0
-    for memory_id in dict.fromkeys(memory_ids):
-        if _transition(
-            memory_id=memory_id,
-            actor=actor,
-            to_status=Status.ARCHIVED,
-            action=RevisionAction.REJECT,
-        ):
-            rejected += 1
-    return rejected
+        memory = _transition(memory_id=memory_id, actor=actor, to_status=to_status, action=decision)
+        if memory is not None:
+            changed.append(memory)
+        elif require_pending:
+            status = (
+                Memory.objects.filter(id=memory_id, deleted_at__isnull=True)
+                .values_list("status", flat=True)
+                .first()
+            )
+            raise Conflict(
+                f"Only pending_review memories can be {done}; this one is {status or 'deleted'}."
+            )
+    return changed
 
 
 def memory_record_access(*, memory_ids: Iterable[UUID]) -> list[Memory]:
@@ -510,23 +490,66 @@ def topic_create(
     )
 
 
-def _message_posted(*, kind: str, source_id: UUID, role: str) -> None:
-    """Tell the configured hooks (extraction's trigger policy) about a new user message, once
-    it is committed. robust: a hook's failure is logged and never undoes or fails the post."""
-    if role != MessageRole.USER:
+@dataclass
+class PostedMessages:
+    """What a post to a topic or work session wrote, and the extraction it started: what a
+    MESSAGE_POSTED_HOOKS hook reported ({"task_id", "status"}), or None. The hooks run once
+    the messages are committed, so `extraction` is filled by the time the service returns,
+    unless the post ran inside a longer transaction (then they run at its commit)."""
+
+    messages: list
+    extraction: dict | None = None
+
+
+def _message_posted(*, kind: str, source_id: UUID, posted: PostedMessages) -> None:
+    """Tell the configured hooks (extraction's trigger policy) about new user messages once
+    they are committed: once per post, however many messages it carried. A hook returns what
+    it started ({"task_id", "status"}) or None; the first answer becomes the post's
+    `extraction`. robust: a hook's failure is logged and never undoes or fails the post."""
+    if not any(message.role == MessageRole.USER for message in posted.messages):
         return
     for path in settings.MESSAGE_POSTED_HOOKS:
         hook = import_string(path)
-        transaction.on_commit(functools.partial(hook, kind=kind, source_id=source_id), robust=True)
+
+        def run_hook(hook=hook) -> None:
+            reported = hook(kind=kind, source_id=source_id)
+            if reported is not None and posted.extraction is None:
+                posted.extraction = reported
+
+        transaction.on_commit(run_hook, robust=True)
+
+
+def _messages_append(*, parent: Topic | WorkSession, items: Sequence[dict]) -> PostedMessages:
+    """Append messages in input order, in one transaction and one bulk insert (their ids
+    ascend in input order), then tell the hooks once."""
+    if isinstance(parent, Topic):
+        kind, model, carrier = "topic", Message, {"topic": parent}
+    else:
+        kind, model, carrier = "work_session", WorkSessionMessage, {"session": parent}
+    posted = PostedMessages(
+        messages=[
+            model(role=MessageRole(item["role"]), content=item["content"], **carrier)
+            for item in items
+        ]
+    )
+    with transaction.atomic():
+        model.objects.bulk_create(posted.messages)
+        type(parent).objects.filter(id=parent.id).update(updated_at=timezone.now())
+        _message_posted(kind=kind, source_id=parent.id, posted=posted)
+    return posted
 
 
 def message_create(*, topic: Topic, role: str, content: str) -> Message:
     """Append a message to a topic."""
-    with transaction.atomic():
-        message = Message.objects.create(topic=topic, role=MessageRole(role), content=content)
-        Topic.objects.filter(id=topic.id).update(updated_at=timezone.now())
-        _message_posted(kind="topic", source_id=topic.id, role=role)
-    return message
+    posted = _messages_append(parent=topic, items=[{"role": role, "content": content}])
+    return posted.messages[0]
+
+
+def message_create_batch(*, topic: Topic, items: Sequence[dict]) -> PostedMessages:
+    """Append many messages ({role, content}, as MessageSerializer validates them) to a topic,
+    all or nothing, in input order; the trigger policy hears about them once. Returns them
+    and the extraction the hooks started, if any."""
+    return _messages_append(parent=topic, items=items)
 
 
 def work_session_create(*, user: User, project: Project | None = None) -> WorkSession:
@@ -538,10 +561,12 @@ def work_session_message_create(
     *, session: WorkSession, role: str, content: str
 ) -> WorkSessionMessage:
     """Append a message to a work session."""
-    with transaction.atomic():
-        message = WorkSessionMessage.objects.create(
-            session=session, role=MessageRole(role), content=content
-        )
-        WorkSession.objects.filter(id=session.id).update(updated_at=timezone.now())
-        _message_posted(kind="work_session", source_id=session.id, role=role)
-    return message
+    posted = _messages_append(parent=session, items=[{"role": role, "content": content}])
+    return posted.messages[0]
+
+
+def work_session_message_create_batch(
+    *, session: WorkSession, items: Sequence[dict]
+) -> PostedMessages:
+    """Append many messages to a work session, as message_create_batch does for topics."""
+    return _messages_append(parent=session, items=items)

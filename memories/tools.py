@@ -1,4 +1,4 @@
-"""The AI tools (SPEC §6, §11): one registry that serves `GET /api/tools` and `POST
+"""The AI tools: one registry that serves `GET /api/tools` and `POST
 /api/tools/{name}` (OpenAI function-calling format) and the MCP server (memories.mcp_server).
 
 A tool is a name, a description, the JSON schema of its arguments, the serializer that
@@ -33,6 +33,7 @@ from memories.api.serializers import (
 from memories.api_keys import Principal
 from memories.errors import Forbidden, InvalidInput, NotFound
 from memories.models import (
+    SCOPE_CARRIERS,
     ApiKeyScope,
     Persona,
     Project,
@@ -46,6 +47,17 @@ from memories.recall.hint import memory_hint
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import RecallScope, recall_scopes
 
+# How a call names the carrier a memory_save scope needs.
+CONTEXT_FOR_CARRIER = {
+    "project": (
+        "a project_id, topic_id or work_session_id (query parameters of the URL; "
+        "--project-id and the like for MCP on stdio)"
+    ),
+    "persona": (
+        "a persona_id or topic_id (query parameters of the URL; --persona-id or "
+        "--topic-id for MCP on stdio)"
+    ),
+}
 RECALL_QUERY_MAX_LENGTH = 1000
 CONTEXT_QUERY_MAX_LENGTH = 4000
 
@@ -60,6 +72,15 @@ class ToolContext:
     project: Project | None = None
     persona: Persona | None = None
     work_session: WorkSession | None = None
+
+    def carrier(self, name: str) -> Project | Persona | None:
+        """The call's project or persona: the one given, else the topic's (or the work
+        session's project)."""
+        if name == "project":
+            return self.project or getattr(self.work_session or self.topic, "project", None)
+        if name == "persona":
+            return self.persona or getattr(self.topic, "persona", None)
+        return None
 
     def recall_scopes(self, user: User) -> list[RecallScope]:
         return recall_scopes(
@@ -102,6 +123,16 @@ class Tool:
 # --- Argument validation -----------------------------------------------------------------------
 
 
+PLAIN_VALUE_EXPECTED = "Expected a string, number, boolean or null, not a list or object."
+# Argument fields that take a list or an object.
+STRUCTURED_FIELDS = (
+    serializers.ListField,
+    serializers.DictField,
+    serializers.JSONField,
+    serializers.BaseSerializer,
+)
+
+
 class ToolArguments(StrictInputMixin, serializers.Serializer):
     """A tool's arguments as a model produced them. Unknown names are refused; null for an
     optional argument means its default, since strict function calling always sends every
@@ -109,6 +140,19 @@ class ToolArguments(StrictInputMixin, serializers.Serializer):
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
+            # A list or object where a plain value belongs is refused before any field sees
+            # it: DRF's fields would str() it (ChoiceField, IntegerField), which recurses as
+            # deep as it is nested, and JSON nested nearly to the parser's limit then
+            # overflows the stack (a 500).
+            nested = {
+                name: [PLAIN_VALUE_EXPECTED]
+                for name, value in data.items()
+                if isinstance(value, list | dict)
+                and name in self.fields
+                and not isinstance(self.fields[name], STRUCTURED_FIELDS)
+            }
+            if nested:
+                raise serializers.ValidationError(nested)
             data = {
                 name: value
                 for name, value in data.items()
@@ -133,7 +177,7 @@ class MemorySaveArguments(ToolArguments):
 
 class MemoryRecallArguments(ToolArguments):
     query = serializers.CharField(max_length=RECALL_QUERY_MAX_LENGTH)
-    top_k = serializers.IntegerField(min_value=1, max_value=50, default=5)
+    top_k = serializers.IntegerField(min_value=1, max_value=50, default=settings.RECALL_HINT_TOP_K)
 
 
 class MemoryContextArguments(ToolArguments):
@@ -170,25 +214,13 @@ def memory_save_tool(
     """Save a fact as an active memory with source tool, in the user's scope or the call's
     project or persona. Raises InvalidInput (project or persona_user scope outside a project
     or persona), EmbedderUnavailable."""
-    carriers: dict = {"user": user}
-    if scope == Scope.PROJECT:
-        carriers["project"] = context.project or getattr(
-            context.work_session or context.topic, "project", None
-        )
-        if carriers["project"] is None:
+    carriers = {}
+    for name in SCOPE_CARRIERS[scope]:
+        carriers[name] = user if name == "user" else context.carrier(name)
+        if carriers[name] is None:
             raise InvalidInput(
-                "Project scope needs the call's project: give the call a project_id, "
-                "topic_id or work_session_id (query parameters of the URL; --project-id and "
-                "the like for MCP on stdio).",
-                field="scope",
-            )
-    elif scope == Scope.PERSONA_USER:
-        carriers["persona"] = context.persona or getattr(context.topic, "persona", None)
-        if carriers["persona"] is None:
-            raise InvalidInput(
-                "persona_user scope needs the call's persona: give the call a persona_id or "
-                "topic_id (query parameters of the URL; --persona-id or --topic-id for MCP "
-                "on stdio).",
+                f"{scope} scope needs the call's {name}: give the call "
+                f"{CONTEXT_FOR_CARRIER[name]}.",
                 field="scope",
             )
     memory = services.memory_create(
@@ -343,7 +375,9 @@ MEMORY_RECALL = Tool(
                     "type": "integer",
                     "minimum": 1,
                     "maximum": 50,
-                    "description": "How many memories to return; null for 5.",
+                    "description": (
+                        f"How many memories to return; null for {settings.RECALL_HINT_TOP_K}."
+                    ),
                 }
             ),
         }
@@ -446,6 +480,10 @@ def tool_call(tool: Tool, *, user: User, context: ToolContext, arguments) -> dic
             arguments = json.loads(arguments)
         except ValueError:
             raise InvalidInput("Arguments are not valid JSON.", field="body") from None
+        except RecursionError:
+            raise InvalidInput(
+                "Arguments are not valid JSON: nested too deeply.", field="body"
+            ) from None
     validator = tool.arguments(data=arguments, context=serializer_context(user))
     validator.is_valid(raise_exception=True)
     result = tool.service(user=user, context=context, **validator.validated_data)

@@ -40,5 +40,5 @@ class MemoryEditForm(forms.Form):
         max_length=settings.MEMORY_VALUE_MAX_LENGTH, widget=forms.Textarea(attrs={"rows": 4})
     )
     category = forms.CharField(max_length=settings.MEMORY_CATEGORY_MAX_LENGTH, required=False)
-    # Out-of-range values are clamped into 0..1 by the service, as everywhere (SPEC §1).
+    # Out-of-range values are clamped into 0..1 by the service, as everywhere.
     importance = forms.FloatField()

@@ -110,12 +110,8 @@ def bulk(request):
         messages.error(request, "Select at least one memory, then approve or reject.")
         return _back(request)
     ids, action = form.cleaned_data["ids"], form.cleaned_data["action"]
-    if action == "approve":
-        changed = services.memory_bulk_approve(memory_ids=ids, actor=request.user)
-        verb = "Approved"
-    else:
-        changed = services.memory_bulk_reject(memory_ids=ids, actor=request.user)
-        verb = "Rejected"
+    changed = len(services.memory_review(memory_ids=ids, actor=request.user, decision=action))
+    verb = "Approved" if action == "approve" else "Rejected"
     text = f"{verb} {changed} {pluralize_memories(changed)}."
     if changed < len(ids):
         left = len(ids) - changed

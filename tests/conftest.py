@@ -1,8 +1,18 @@
 import pytest
+from django.core.cache import cache
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from memories.models import User
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    """Login failure counts and API throttle counts live in the cache (local memory in
+    tests): each test starts with none, whatever ran before it."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 def make_user(username: str, *, is_staff: bool = False) -> User:

@@ -1,14 +1,17 @@
 """Every /api/ path answers JSON: also for URLs that match nothing (Django's HTML 404 page
-in DEBUG), oversized bodies, and unexpected errors."""
+in DEBUG), oversized bodies, a Host the service does not serve, and unexpected errors."""
 
 import logging
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.http import JsonResponse
 
 from memories.api.errors import error_body
 
 logger = logging.getLogger(__name__)
+# Where Django itself logs a disallowed Host, so existing log filters keep working.
+security_logger = logging.getLogger("django.security.DisallowedHost")
 
 _CODES = {
     400: ("bad_request", "The request could not be read."),
@@ -27,6 +30,18 @@ class ApiJsonErrorsMiddleware:
     def __call__(self, request):
         if not request.path.startswith("/api/"):
             return self.get_response(request)
+        try:
+            # Django would raise this in the middleware after us and answer its HTML 400
+            # page (or, with DEBUG, its debug page): answer it here, first in MIDDLEWARE.
+            request.get_host()
+        except DisallowedHost:
+            security_logger.warning(
+                "Invalid HTTP_HOST header on %s: %r", request.path, request.META.get("HTTP_HOST")
+            )
+            detail = "The Host header names a host this service does not serve."
+            return JsonResponse(
+                error_body("disallowed_host", detail, {"Host": [detail]}), status=400
+            )
         response = self.get_response(request)
         content_type = response.get("Content-Type", "")
         if response.status_code >= 400 and not content_type.startswith("application/json"):

@@ -1,4 +1,4 @@
-"""What a service key may do: each request needs one scope (SPEC §11). A user's own token
+"""What a service key may do: each request needs one scope. A user's own token
 or session has every scope; what the user may then do is the services' business."""
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission

@@ -1,4 +1,4 @@
-"""A user's data (SPEC §11): GET /api/memories/export (NDJSON, streamed), POST
+"""A user's data: GET /api/memories/export (NDJSON, streamed), POST
 /api/memories/import (NDJSON, read as a stream) and POST /api/memories/{id}/restore. What is
 kept and how lines are matched: memories.portability.importing."""
 
@@ -30,7 +30,7 @@ from memories.api.serializers import (
 )
 from memories.api.views import parse_uuid, validated
 from memories.errors import ServiceError
-from memories.models import Scope, Source, Status
+from memories.models import SCOPE_CARRIERS, Scope, Source, Status
 from memories.portability import exporting, importing, ndjson
 
 NDJSON = "application/x-ndjson"
@@ -129,18 +129,10 @@ class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
     updated_at = optional_time()
     deleted_at = optional_time()
 
-    # Which carrier each scope needs (SPEC §1); the others must be null.
-    CARRIERS = {
-        Scope.USER: set(),
-        Scope.PROJECT: {"project_id"},
-        Scope.SESSION: {"topic_id"},
-        Scope.PERSONA: {"persona_id"},
-        Scope.PERSONA_USER: {"persona_id"},
-    }
-
     def validate(self, attrs):
         scope = attrs["scope"]
-        needs = self.CARRIERS[scope]
+        # The carriers the scope needs (the user is the importer); the others must be null.
+        needs = {f"{name}_id" for name in SCOPE_CARRIERS[scope]}
         errors = {}
         for name in ("persona_id", "project_id", "topic_id"):
             if name in needs and not attrs.get(name):

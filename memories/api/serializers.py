@@ -8,6 +8,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from memories.models import (
+    SCOPE_CARRIERS,
     Memory,
     MemoryRevision,
     Message,
@@ -202,19 +203,20 @@ class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
             raise serializers.ValidationError(
                 {"topic_id": ["Only session memories carry a topic_id."]}
             )
-        if scope == Scope.PROJECT and not attrs.get("project"):
-            raise serializers.ValidationError({"project_id": ["Required for project scope."]})
-        if scope != Scope.PROJECT and attrs.get("project"):
-            raise serializers.ValidationError(
-                {"project_id": [f"Not allowed for {scope} scope; use scope project."]}
-            )
-        is_persona_scope = scope in (Scope.PERSONA, Scope.PERSONA_USER)
-        if is_persona_scope and not attrs.get("persona"):
-            raise serializers.ValidationError({"persona_id": [f"Required for {scope} scope."]})
-        if not is_persona_scope and attrs.get("persona"):
-            raise serializers.ValidationError(
-                {"persona_id": [f"Not allowed for {scope} scope; use persona or persona_user."]}
-            )
+        # The user is the caller; the project and persona come from the body.
+        for carrier in ("project", "persona"):
+            needed = carrier in SCOPE_CARRIERS[scope]
+            if needed and not attrs.get(carrier):
+                raise serializers.ValidationError(
+                    {f"{carrier}_id": [f"Required for {scope} scope."]}
+                )
+            if not needed and attrs.get(carrier):
+                carrying = " or ".join(
+                    s for s, carriers in SCOPE_CARRIERS.items() if carrier in carriers
+                )
+                raise serializers.ValidationError(
+                    {f"{carrier}_id": [f"Not allowed for {scope} scope; use scope {carrying}."]}
+                )
         attrs.pop("topic_id", None)
         return attrs
 
@@ -249,14 +251,74 @@ class MemoryBatchCreateSerializer(StrictInputMixin, serializers.Serializer):
         return {"memories": items}
 
 
+# The read-only fields of a memory that say what it belongs to: an edit cannot move it.
+MEMORY_CARRIER_FIELDS = (
+    "scope",
+    "owner_id",
+    "user_id",
+    "external_user_id",
+    "persona_id",
+    "project_id",
+    "topic_id",
+)
+
+
+def read_only_help(name: str, memory: Memory) -> str:
+    """How to make the change an edit of `name` cannot make."""
+    if name == "status":
+        return (
+            "Read-only: approve or reject a pending memory with POST "
+            f"/api/memories/{memory.id}/approve or /reject, or delete it with DELETE "
+            f"/api/memories/{memory.id}."
+        )
+    if name in MEMORY_CARRIER_FIELDS:
+        return (
+            "Read-only: a memory's scope and the user, persona, project or topic it belongs to "
+            "are fixed. Create a new memory (POST /api/memories) and delete this one instead."
+        )
+    return (
+        "Read-only: kept by the service. Leave it out, or send it back as "
+        f"GET /api/memories/{memory.id} gives it."
+    )
+
+
+def same_json(sent, stored) -> bool:
+    # JSON's true is not 1, though Python's True == 1.
+    return sent == stored and isinstance(sent, bool) == isinstance(stored, bool)
+
+
 class MemoryUpdateSerializer(StrictInputMixin, serializers.Serializer):
-    tolerated_fields = tuple(f for f in MemorySerializer.Meta.fields)
+    """An edit of the memory in context["memory"]. The output shape may be sent back (a PUT
+    of the GET body): a read-only field equal to the memory's as the API renders it is
+    ignored, a different one refused, saying how to make that change."""
+
+    tolerated_fields = tuple(MemorySerializer.Meta.fields)
 
     key = trimmed_char(settings.MEMORY_KEY_MAX_LENGTH, required=False)
     value = trimmed_char(settings.MEMORY_VALUE_MAX_LENGTH, required=False)
     category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, required=False)
     importance = UnitFloatField(required=False)
     confidence = UnitFloatField(required=False)
+
+    def validate(self, attrs):
+        memory = self.context["memory"]
+        sent = {
+            name: value
+            for name, value in self.initial_data.items()
+            if name in self.tolerated_fields and name not in self.fields
+        }
+        if isinstance(sent.get("scope"), str):
+            sent["scope"] = SCOPE_ALIASES.get(sent["scope"], sent["scope"])
+        if sent:
+            stored = MemorySerializer(memory, context=self.context).data
+            errors = {
+                name: [read_only_help(name, memory)]
+                for name, value in sent.items()
+                if not same_json(value, stored[name])
+            }
+            if errors:
+                raise serializers.ValidationError(errors)
+        return attrs
 
 
 class BulkIdsSerializer(StrictInputMixin, serializers.Serializer):
@@ -272,6 +334,10 @@ class CountSerializer(serializers.Serializer):
 
 class ApprovedCountSerializer(serializers.Serializer):
     approved = serializers.IntegerField()
+
+
+class RejectedCountSerializer(serializers.Serializer):
+    rejected = serializers.IntegerField()
 
 
 class RevisionSerializer(serializers.ModelSerializer):
@@ -336,6 +402,50 @@ class WorkSessionMessageSerializer(MessageSerializer):
         model = WorkSessionMessage
 
 
+class MessageBatchSerializer(StrictInputMixin, serializers.Serializer):
+    """{"messages": [{role, content}, ...]}: each item validated as one posted message, all or
+    nothing; errors are keyed `messages[i].field`."""
+
+    item_serializer = MessageSerializer
+
+    messages = serializers.ListField(
+        child=serializers.JSONField(),
+        allow_empty=False,
+        max_length=settings.BATCH_MAX_ITEMS,
+        help_text=f"1 to {settings.BATCH_MAX_ITEMS} messages ({{role, content}}), in order.",
+    )
+
+    def validate(self, attrs):
+        # Item errors are raised here rather than in validate_messages, so that their keys
+        # stay `messages[i].field` instead of nesting under "messages".
+        items, errors = [], {}
+        for index, item in enumerate(attrs["messages"]):
+            item_serializer = self.item_serializer(data=item, context=self.context)
+            if item_serializer.is_valid():
+                items.append(item_serializer.validated_data)
+                continue
+            for name, messages in item_serializer.errors.items():
+                field = f"messages[{index}]"
+                if name != "non_field_errors":
+                    field += f".{name}"
+                errors[field] = [str(message) for message in messages]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return {"messages": items}
+
+
+class WorkSessionMessageBatchSerializer(MessageBatchSerializer):
+    item_serializer = WorkSessionMessageSerializer
+
+
+class ExtractionStartedSerializer(serializers.Serializer):
+    """The extraction a batch of messages started (or found on its way), as the
+    MESSAGE_POSTED_HOOKS hook reported it."""
+
+    task_id = serializers.CharField(help_text="Follow it at GET /api/extraction-runs/{task_id}.")
+    status = serializers.CharField(help_text="queued, or in process already its outcome.")
+
+
 class WorkSessionSerializer(StrictInputMixin, serializers.ModelSerializer):
     project_id = project_ref()
 
@@ -355,7 +465,7 @@ class TokenSerializer(serializers.Serializer):
 
 
 class RecallContextSerializer(StrictInputMixin, serializers.Serializer):
-    """Which scopes a recall request draws from (SPEC §4)."""
+    """Which scopes a recall request draws from besides the caller's own (recall_scopes)."""
 
     topic_id = topic_ref()
     project_id = project_ref()
@@ -365,12 +475,14 @@ class RecallContextSerializer(StrictInputMixin, serializers.Serializer):
 
 class SearchParamsSerializer(RecallContextSerializer):
     q = serializers.CharField(max_length=1000)
-    top_k = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    top_k = serializers.IntegerField(
+        min_value=1, max_value=50, default=settings.RECALL_SEARCH_TOP_K
+    )
 
 
 class ContextRequestSerializer(RecallContextSerializer):
     query = serializers.CharField(max_length=4000)
-    top_k = serializers.IntegerField(min_value=1, max_value=20, default=5)
+    top_k = serializers.IntegerField(min_value=1, max_value=20, default=settings.RECALL_HINT_TOP_K)
 
 
 class ScorePartsSerializer(serializers.Serializer):

@@ -3,7 +3,7 @@ from rest_framework.routers import SimpleRouter
 
 from memories.api import portability, users, views
 
-# Paths have no trailing slash (SPEC §3).
+# Paths have no trailing slash: clients use them exactly as the README lists them.
 router = SimpleRouter(trailing_slash=False)
 router.register("memories", views.MemoryViewSet, basename="memory")
 router.register("admin/memories", views.AdminMemoryViewSet, basename="admin-memory")

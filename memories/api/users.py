@@ -1,5 +1,5 @@
 """End users (review scope or staff) and the caller's own account: GET/POST /api/users,
-GET/DELETE /api/users/{id}, GET /api/me, POST /api/me/erase (SPEC §11)."""
+GET/DELETE /api/users/{id}, GET /api/me, POST /api/me/erase."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets

@@ -1,12 +1,12 @@
-"""The REST contract (SPEC §3). Each view validates, calls one service or selector, and
-serialises; errors are raised and shaped by memories.api.errors."""
+"""The REST contract, as the README lists it. Each view validates, calls one service or
+selector, and serialises; errors are raised and shaped by memories.api.errors."""
 
 from uuid import UUID
 
 from django.conf import settings
 from django.contrib.auth import authenticate
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import mixins, status, viewsets
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
@@ -23,25 +23,29 @@ from memories.api.serializers import (
     ContextRequestSerializer,
     ContextResponseSerializer,
     CountSerializer,
+    ExtractionStartedSerializer,
     MemoryBatchCreateSerializer,
     MemoryCreateSerializer,
     MemorySerializer,
     MemoryUpdateSerializer,
+    MessageBatchSerializer,
     MessageSerializer,
     PersonaSerializer,
     ProjectSerializer,
     RecallContextSerializer,
     RecallResultSerializer,
+    RejectedCountSerializer,
     RevisionSerializer,
     SearchParamsSerializer,
     TokenRequestSerializer,
     TokenSerializer,
     TopicSerializer,
+    WorkSessionMessageBatchSerializer,
     WorkSessionMessageSerializer,
     WorkSessionSerializer,
 )
 from memories.errors import InvalidInput, NotFound
-from memories.models import ApiKeyScope, Persona, Project, Topic, WorkSession
+from memories.models import ApiKeyScope, Persona, Project, RevisionAction, Topic, WorkSession
 from memories.recall.hint import memory_hint
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import recall_scopes
@@ -55,9 +59,11 @@ def parse_uuid(raw: str, *, field: str = "id", what: str = "object") -> UUID:
         raise NotFound(f"No {what} with id {raw!r}: ids are UUIDs.", field=field) from None
 
 
-def validated(serializer_class, request, *, data=None, **kwargs) -> dict:
+def validated(serializer_class, request, *, data=None, context=None, **kwargs) -> dict:
     serializer = serializer_class(
-        data=request.data if data is None else data, context={"request": request}, **kwargs
+        data=request.data if data is None else data,
+        context={"request": request, **(context or {})},
+        **kwargs,
     )
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
@@ -82,7 +88,9 @@ class TokenView(APIView):
     @extend_schema(request=TokenRequestSerializer, responses=TokenSerializer)
     def post(self, request):
         data = validated(TokenRequestSerializer, request)
-        user = authenticate(request, username=data["username"], password=data["password"])
+        # Django's own request, not DRF's wrapper: django-axes marks a locked-out login on
+        # it, and its middleware then answers 429 (config/login_throttle.py).
+        user = authenticate(request._request, username=data["username"], password=data["password"])
         if user is None:
             raise InvalidInput("Wrong username or password.", field="password")
         token, _ = Token.objects.get_or_create(user=user)
@@ -143,7 +151,7 @@ class MemoryViewSet(viewsets.GenericViewSet):
     @extend_schema(request=MemoryUpdateSerializer, responses=MemorySerializer)
     def update(self, request, pk=None):
         memory = self.get_object()
-        changes = dict(validated(MemoryUpdateSerializer, request))
+        changes = dict(validated(MemoryUpdateSerializer, request, context={"memory": memory}))
         return self._respond(
             services.memory_update(memory=memory, actor=request.user, changes=changes)
         )
@@ -157,15 +165,24 @@ class MemoryViewSet(viewsets.GenericViewSet):
         services.memory_delete(memory=self.get_object(), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
+    def _review(self, decision: str):
+        [memory] = services.memory_review(
+            memory_ids=[self.get_object().id],
+            actor=self.request.user,
+            decision=decision,
+            require_pending=True,
+        )
+        return self._respond(memory)
+
     @extend_schema(request=None, responses=MemorySerializer)
     @action(detail=True, methods=["post"])
     def approve(self, request, pk=None):
-        return self._respond(services.memory_approve(memory=self.get_object(), actor=request.user))
+        return self._review(RevisionAction.APPROVE)
 
     @extend_schema(request=None, responses=MemorySerializer)
     @action(detail=True, methods=["post"])
     def reject(self, request, pk=None):
-        return self._respond(services.memory_reject(memory=self.get_object(), actor=request.user))
+        return self._review(RevisionAction.REJECT)
 
     @extend_schema(responses=RevisionSerializer(many=True))
     @action(detail=True, methods=["get"], filterset_class=None)
@@ -224,13 +241,20 @@ class AdminMemoryViewSet(viewsets.GenericViewSet):
             MemorySerializer(page, many=True, context={"request": request}).data
         )
 
+    def _bulk_review(self, decision: str) -> int:
+        ids = validated(BulkIdsSerializer, self.request)["ids"]
+        changed = services.memory_review(memory_ids=ids, actor=self.request.user, decision=decision)
+        return len(changed)
+
     @extend_schema(request=BulkIdsSerializer, responses=ApprovedCountSerializer)
     @action(detail=False, methods=["post"], url_path="bulk-approve")
     def bulk_approve(self, request):
-        ids = validated(BulkIdsSerializer, request)["ids"]
-        return Response(
-            {"approved": services.memory_bulk_approve(memory_ids=ids, actor=request.user)}
-        )
+        return Response({"approved": self._bulk_review(RevisionAction.APPROVE)})
+
+    @extend_schema(request=BulkIdsSerializer, responses=RejectedCountSerializer)
+    @action(detail=False, methods=["post"], url_path="bulk-reject")
+    def bulk_reject(self, request):
+        return Response({"rejected": self._bulk_review(RevisionAction.REJECT)})
 
 
 class OwnedViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
@@ -268,17 +292,56 @@ class ProjectViewSet(OwnedViewSet):
 
 
 class MessagesMixin:
-    """GET/POST {id}/messages for topics and work sessions."""
+    """GET/POST {id}/messages for topics and work sessions. POST takes one message, or
+    {"messages": [...]} to append many at once (answered with the extraction they started)."""
 
     message_serializer = MessageSerializer
+    message_batch_serializer = MessageBatchSerializer
 
-    def _messages(self, request, parent, create_message):
+    def _messages(self, request, parent, append_messages):
         if request.method == "POST":
+            if isinstance(request.data, dict) and "messages" in request.data:
+                items = validated(self.message_batch_serializer, request)["messages"]
+                posted = append_messages(parent, items)
+                data = self.message_serializer(posted.messages, many=True).data
+                return Response(
+                    {"data": data, "extraction": posted.extraction}, status=status.HTTP_201_CREATED
+                )
             data = validated(self.message_serializer, request)
-            message = create_message(parent, **data)
+            [message] = append_messages(parent, [data]).messages
             return Response(self.message_serializer(message).data, status=status.HTTP_201_CREATED)
         page = self.paginate_queryset(parent.messages.order_by("id"))
         return self.get_paginated_response(self.message_serializer(page, many=True).data)
+
+
+def messages_post_schema(message_serializer, batch_serializer) -> dict:
+    """POST {id}/messages: one message in and out, or {"messages": [...]} in and
+    {"data", "extraction"} out."""
+    name = message_serializer.__name__.removesuffix("Serializer")
+    return {
+        "methods": ["POST"],
+        "request": PolymorphicProxySerializer(
+            component_name=f"{name}Post",
+            serializers=[message_serializer, batch_serializer],
+            resource_type_field_name=None,
+        ),
+        "responses": {
+            201: PolymorphicProxySerializer(
+                component_name=f"{name}Posted",
+                serializers=[
+                    message_serializer,
+                    inline_serializer(
+                        f"{name}BatchPosted",
+                        {
+                            "data": message_serializer(many=True),
+                            "extraction": ExtractionStartedSerializer(allow_null=True),
+                        },
+                    ),
+                ],
+                resource_type_field_name=None,
+            )
+        },
+    }
 
 
 class TopicViewSet(MessagesMixin, OwnedViewSet):
@@ -290,13 +353,14 @@ class TopicViewSet(MessagesMixin, OwnedViewSet):
         topic = services.topic_create(user=request.user, **data)
         return Response(TopicSerializer(topic).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=MessageSerializer, responses=MessageSerializer(many=True))
+    @extend_schema(methods=["GET"], responses=MessageSerializer(many=True))
+    @extend_schema(**messages_post_schema(MessageSerializer, MessageBatchSerializer))
     @action(detail=True, methods=["get", "post"], serializer_class=MessageSerializer)
     def messages(self, request, pk=None):
         return self._messages(
             request,
             self.get_object(),
-            lambda topic, **data: services.message_create(topic=topic, **data),
+            lambda topic, items: services.message_create_batch(topic=topic, items=items),
         )
 
 
@@ -304,21 +368,25 @@ class WorkSessionViewSet(MessagesMixin, OwnedViewSet):
     model = WorkSession
     serializer_class = WorkSessionSerializer
     message_serializer = WorkSessionMessageSerializer
+    message_batch_serializer = WorkSessionMessageBatchSerializer
 
     def create(self, request):
         data = validated(WorkSessionSerializer, request)
         session = services.work_session_create(user=request.user, **data)
         return Response(WorkSessionSerializer(session).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(methods=["GET"], responses=WorkSessionMessageSerializer(many=True))
     @extend_schema(
-        request=WorkSessionMessageSerializer, responses=WorkSessionMessageSerializer(many=True)
+        **messages_post_schema(WorkSessionMessageSerializer, WorkSessionMessageBatchSerializer)
     )
     @action(detail=True, methods=["get", "post"], serializer_class=WorkSessionMessageSerializer)
     def messages(self, request, pk=None):
         return self._messages(
             request,
             self.get_object(),
-            lambda session, **data: services.work_session_message_create(session=session, **data),
+            lambda session, items: services.work_session_message_create_batch(
+                session=session, items=items
+            ),
         )
 
 

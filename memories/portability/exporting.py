@@ -5,7 +5,7 @@ from collections.abc import Callable, Iterator
 from django.db.models import QuerySet
 
 from memories.models import Memory, User
-from memories.selectors import _changeable_by
+from memories.selectors import changeable_by
 
 EXPORT_CHUNK_ROWS = 500
 EXPORT_BLOCK_BYTES = 64 * 1024
@@ -14,7 +14,7 @@ EXPORT_BLOCK_BYTES = 64 * 1024
 def memories_for_export(*, user: User, include_deleted: bool = False) -> QuerySet[Memory]:
     """Every memory the user may change, of every status (the soft-deleted ones only with
     include_deleted), oldest first, so a memory comes before the one that supersedes it."""
-    memories = Memory.objects.filter(_changeable_by(user))
+    memories = Memory.objects.filter(changeable_by(user))
     if not include_deleted:
         memories = memories.filter(deleted_at__isnull=True)
     return memories.order_by("created_at", "id")

@@ -40,7 +40,7 @@ from memories.models import (
     User,
 )
 from memories.recall.index import index_memory, index_status, unindex_memories
-from memories.selectors import _changeable_by
+from memories.selectors import changeable_by
 from memories.services import _record, _snapshot, clamp_unit
 
 IMPORT_CHUNK_LINES = 500
@@ -405,7 +405,7 @@ def _existing_by_id(lines: list[ImportLine], *, actor: User) -> tuple[dict, set]
     ids = {line.id for line in lines if line.id}
     if not ids:
         return {}, set()
-    mine = Memory.objects.filter(_changeable_by(actor), id__in=ids).in_bulk()
+    mine = Memory.objects.filter(changeable_by(actor), id__in=ids).in_bulk()
     others = set(
         Memory.objects.filter(id__in=ids - set(mine)).values_list("id", flat=True)
         if ids - set(mine)
@@ -421,7 +421,7 @@ def _existing_by_content(lines: list[ImportLine], *, actor: User) -> dict[bytes,
     if not lines:
         return {}
     memories = Memory.objects.filter(
-        _changeable_by(actor),
+        changeable_by(actor),
         key__in={line.key for line in lines},
         value__in={line.value for line in lines},
     )
@@ -482,7 +482,7 @@ def _create(plan: _Plan, *, vector: list[float] | None, actor: User) -> None:
         deleted_at=line.deleted_at,
     )
     # raw, as loaddata saves: auto_now(_add) would replace the line's created_at and
-    # updated_at, and recency (SPEC §4) would rank every imported memory as brand new.
+    # updated_at, and recency would rank every imported memory as brand new.
     memory.save_base(raw=True, force_insert=True)
     note = "imported as deleted" if line.deleted_at else ""
     _record(memory, action=RevisionAction.IMPORT, actor=actor, before=None, note=note)
@@ -494,7 +494,7 @@ def _update(plan: _Plan, *, vector: list[float] | None, actor: User, has_embedde
     line = plan.line
     # Locked: an edit, delete or restore of this memory waits for the chunk's transaction.
     memory = (
-        Memory.objects.select_for_update().filter(_changeable_by(actor), id=plan.memory_id).first()
+        Memory.objects.select_for_update().filter(changeable_by(actor), id=plan.memory_id).first()
     )
     if memory is None:
         raise _ChunkChanged  # erased since the chunk was classified

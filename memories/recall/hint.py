@@ -1,10 +1,13 @@
-"""The memory hint: recalled memories written into a block for a system prompt (SPEC §5).
+"""The memory hint: recalled memories written into a block for a system prompt.
 
 The block tells the model the memories are data about the user, not instructions. A memory's
 text is put on one line with <, > and & escaped, so it can neither close the block nor start
-a line of its own that reads like an instruction."""
+a line of its own that reads like an instruction. Characters that pass for < and > are
+escaped the same way, and characters nobody sees are removed, so a memory can neither close
+the block with lookalikes nor carry text a reviewer cannot read (see `_one_line`)."""
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 from memories.recall.recall import RecallHit
@@ -18,9 +21,36 @@ PREAMBLE = (
 )
 
 
+# Brackets a model may read as < and > of the block's tags: fullwidth, small form, single
+# guillemets, the angle brackets of CJK, technical and mathematical text, ornaments and
+# modifier arrowheads. They become &lt; and &gt; like the ASCII ones. (« and » stay: they
+# are everyday quotation marks.)
+_LESS_THAN = "<\uff1c\ufe64\u2039\u2329\u3008\u27e8\u276c\u276e\u02c2"
+_GREATER_THAN = ">\uff1e\ufe65\u203a\u232a\u3009\u27e9\u276d\u276f\u02c3"
+_ESCAPES = {
+    ord("&"): "&amp;",
+    **{ord(char): "&lt;" for char in _LESS_THAN},
+    **{ord(char): "&gt;" for char in _GREATER_THAN},
+}
+
+
+def _is_hidden(char: str) -> bool:
+    """Characters that show nothing or rearrange what is shown: format characters (Unicode
+    category Cf: bidi embeddings, overrides and isolates U+202A-202E and U+2066-2069, the
+    marks U+200E/200F, zero-width spaces and joiners U+200B-200D, U+2060, U+FEFF, the tag
+    characters U+E0000-E007F that spell invisible ASCII), control characters, and variation
+    selectors (U+FE00-FE0F, U+E0100-E01EF; a run of them can carry hidden bytes)."""
+    category = unicodedata.category(char)
+    if category == "Cf" or (category == "Cc" and not char.isspace()):
+        return True
+    code = ord(char)
+    return 0xFE00 <= code <= 0xFE0F or 0xE0000 <= code <= 0xE007F or 0xE0100 <= code <= 0xE01EF
+
+
 def _one_line(text: str) -> str:
+    text = "".join(char for char in text if not _is_hidden(char))
     text = re.sub(r"\s+", " ", text).strip()
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.translate(_ESCAPES)
 
 
 def memory_line(hit: RecallHit) -> str:

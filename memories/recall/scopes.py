@@ -1,4 +1,4 @@
-"""Which scopes a recall request may draw from (SPEC §4), and how each store filters them."""
+"""Which scopes a recall request may draw from, and how each store filters them."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""The one scoring function of every read path (SPEC §4).
+"""The one scoring function of every read path.
 
 score = w_relevance·relevance + w_importance·importance + w_recency·recency
         + w_frequency·frequency + scope_bonus

@@ -1,12 +1,14 @@
 """Shared set-up and checks for the extraction tests: topics and messages through the API,
 answers for the fake model, and what the model was shown."""
 
+import uuid
+
 from extraction.models import ExtractionRun, ExtractionState
 from memories.models import Memory
 
 
 def memory(key: str, value: str, **fields) -> dict:
-    """One memory as the utility model answers it (SPEC §7 contract)."""
+    """One memory as the utility model answers it (the prompt's contract)."""
     return {
         "key": key,
         "value": value,
@@ -91,8 +93,33 @@ def cursor_of(topic_id: str) -> int:
 
 
 def runs_of(source_id: str) -> list[ExtractionRun]:
-    return list(ExtractionRun.objects.filter(source_id=source_id).order_by("started_at"))
+    return list(ExtractionRun.objects.filter(source_id=source_id).order_by("created_at"))
 
 
 def memories_of(user) -> list[Memory]:
     return list(Memory.objects.filter(user=user).order_by("created_at"))
+
+
+def run_of(api, task_id: str) -> dict:
+    """GET /api/extraction-runs/{task_id}, which must answer 200."""
+    response = api.get(f"/api/extraction-runs/{task_id}")
+    assert response.status_code == 200, response.content[:500]
+    return response.json()
+
+
+def run_on_its_way(user, source_id: str, *, kind: str = "topic", **fields) -> ExtractionRun:
+    """A run queued (or, with status/started_at, running) that no task has finished yet: what
+    a busy broker leaves behind. Set-up only; real runs come from the endpoints."""
+    fields.setdefault("status", "queued")
+    return ExtractionRun.objects.create(
+        task_id=str(uuid.uuid4()), user=user, source_kind=kind, source_id=source_id, **fields
+    )
+
+
+def conversation(user_messages: int, text: str = "I live in Lisbon and keep bees") -> list[dict]:
+    """A batch body's messages: each user message followed by an assistant reply."""
+    messages = []
+    for n in range(user_messages):
+        messages.append({"role": "user", "content": f"{text}, part {n}."})
+        messages.append({"role": "assistant", "content": f"Noted, {n}."})
+    return messages

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
@@ -19,12 +20,20 @@ from celery import _state as celery_state
 from django.conf import settings
 from django.db import connection
 
-from extraction.models import ExtractionRun, RunStatus
+from extraction.models import RunStatus
 from extraction.services import scan_extractions
 from extraction.tasks import extract_topic_task
 from memories.models import Memory, Source, Status
 from tests.conftest import client_for, make_user
-from tests.extraction.helpers import answer, memory, new_topic, post, runs_of
+from tests.extraction.helpers import (
+    accepted,
+    answer,
+    extract,
+    memory,
+    new_topic,
+    post,
+    runs_of,
+)
 from tests.fake_openai import FakeOpenAI
 
 BROKER_URL = "redis://127.0.0.1:6379/15"  # a database of its own, away from anything else
@@ -218,6 +227,31 @@ def wait_for(condition, *, worker: Worker, what: str, timeout: float = TASK_SECO
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def finished_run(api, task_id: str) -> dict | None:
+    """The run as GET /api/extraction-runs/{task_id} shows it, once it has finished."""
+    response = api.get(f"/api/extraction-runs/{task_id}")
+    assert response.status_code == 200, response.content[:500]
+    body = response.json()
+    return body if body["status"] in ("done", "skipped", "failed") else None
+
+
+@contextmanager
+def consumer_paused(worker: Worker, app: Celery):
+    """The worker stops taking messages from our queue (a remote-control command through the
+    broker), so what is queued meanwhile stays queued; it takes them again on leaving."""
+    replies = app.control.cancel_consumer(
+        worker.queue, destination=[worker.hostname], reply=True, timeout=5
+    )
+    assert replies, f"the worker did not confirm cancel_consumer:\n{worker.log()}"
+    try:
+        yield
+    finally:
+        replies = app.control.add_consumer(
+            worker.queue, destination=[worker.hostname], reply=True, timeout=5
+        )
+        assert replies, f"the worker did not confirm add_consumer:\n{worker.log()}"
+
+
 def busy_topic(user, count: int = 6) -> str:
     api = client_for(user)
     topic_id = new_topic(api)
@@ -240,7 +274,7 @@ def test_a_scan_queues_extraction_and_the_worker_completes_it(worker, provider, 
 
     assert queued == {"topics": 1, "work_sessions": 0}
     runs = wait_for(
-        lambda: [r for r in runs_of(topic_id) if r.status != RunStatus.SKIPPED],
+        lambda: [r for r in runs_of(topic_id) if r.finished_at is not None],
         worker=worker,
         what="the worker's extraction run",
     )
@@ -254,7 +288,9 @@ def test_a_scan_queues_extraction_and_the_worker_completes_it(worker, provider, 
     assert runs_of(quiet_topic) == []
 
 
-def test_the_same_task_delivered_twice_at_once_writes_each_memory_once(worker, provider, hooks_off):
+def test_the_same_task_delivered_twice_at_once_runs_once_and_writes_each_memory_once(
+    worker, provider, hooks_off
+):
     owner = make_user("owner")
     topic_id = busy_topic(owner)
     provider.chat_answers.extend([TWO_FACTS, TWO_FACTS])
@@ -263,17 +299,109 @@ def test_the_same_task_delivered_twice_at_once_writes_each_memory_once(worker, p
     extract_topic_task.apply_async(args=[topic_id, False], task_id=task_id)
     extract_topic_task.apply_async(args=[topic_id, False], task_id=task_id)
 
-    wait_for(lambda: len(runs_of(topic_id)) >= 2, worker=worker, what="both deliveries")
-    time.sleep(1)  # a third run would be a bug too: give it the chance to show up
-    runs = runs_of(topic_id)
-    assert sorted(r.status for r in runs) == [RunStatus.DONE, RunStatus.SKIPPED], [
-        (r.status, r.reason) for r in runs
-    ]
-    assert {r.task_id for r in runs} == {task_id}
+    wait_for(
+        lambda: worker.log().count(f"extract_topic_task[{task_id}] succeeded") == 2,
+        worker=worker,
+        what="both deliveries",
+    )
     assert worker.log().count(f"extract_topic_task[{task_id}] received") == 2
+    [run] = runs_of(topic_id)
+    assert (run.task_id, run.status, run.created) == (task_id, RunStatus.DONE, 2), run.reason
     values = sorted(Memory.objects.filter(user=owner).values_list("value", flat=True))
     assert values == ["Keeps bees", "Lives in Lisbon"]
-    assert ExtractionRun.objects.get(status=RunStatus.DONE).created == 2
+    assert len(provider.chat_requests()) == 1
+
+
+def test_a_task_delivered_again_after_its_run_finished_leaves_the_run_as_it_was(
+    worker, provider, hooks_off
+):
+    owner = make_user("owner")
+    api = client_for(owner)
+    topic_id = busy_topic(owner)
+    provider.chat_answers.extend([TWO_FACTS, TWO_FACTS])
+    response = extract(api, topic_id)
+    assert response.status_code == 202, response.content[:500]
+    task_id = response.json()["task_id"]
+    first = wait_for(lambda: finished_run(api, task_id), worker=worker, what="the first delivery")
+    post(api, topic_id, "Something new to read, so a second run would have work to do.")
+
+    extract_topic_task.apply_async(args=[topic_id, False], task_id=task_id)
+
+    wait_for(
+        lambda: worker.log().count(f"extract_topic_task[{task_id}] succeeded") == 2,
+        worker=worker,
+        what="the second delivery",
+    )
+    assert api.get(f"/api/extraction-runs/{task_id}").json() == first
+    assert first["status"] == "done" and len(first["memory_ids"]) == 2
+    assert len(provider.chat_requests()) == 1
+    assert Memory.objects.filter(user=owner).count() == 2
+
+
+def test_an_extraction_answers_a_run_that_reads_queued_at_once_and_is_followed_to_done(
+    worker, provider, hooks_off, broker_app
+):
+    owner = make_user("owner")
+    api = client_for(owner)
+    topic_id = busy_topic(owner)
+    provider.chat_answers.append(TWO_FACTS)
+
+    with consumer_paused(worker, broker_app):
+        task_id = accepted(extract(api, topic_id), "queued")["task_id"]
+        queued = api.get(f"/api/extraction-runs/{task_id}")
+
+    assert queued.status_code == 200, queued.content[:500]
+    assert queued.json() | {"created_at": None} == {
+        "task_id": task_id,
+        "status": "queued",
+        "source": {"kind": "topic", "id": topic_id},
+        "created": 0,
+        "merged": 0,
+        "skipped": 0,
+        "memory_ids": [],
+        "error": None,
+        "reason": None,
+        "started_at": None,
+        "finished_at": None,
+        "created_at": None,
+    }
+    done = wait_for(lambda: finished_run(api, task_id), worker=worker, what="the run to finish")
+    assert (done["status"], done["created"], done["merged"]) == ("done", 2, 0), done
+    assert done["started_at"] and done["finished_at"]
+    assert f"extract_topic_task[{task_id}] received" in worker.log()
+    pending = api.get("/api/memories", {"status": "pending_review"}).json()["data"]
+    assert sorted(done["memory_ids"]) == sorted(m["id"] for m in pending)
+    assert {m["value"] for m in pending} == {"Lives in Lisbon", "Keeps bees"}
+
+
+def test_a_batch_of_messages_starts_one_extraction_the_worker_completes(
+    worker, provider, broker_app, settings
+):
+    settings.EXTRACTION_USER_MESSAGES = 6
+    owner = make_user("owner")
+    api = client_for(owner)
+    topic_id = new_topic(api)
+    batch = []
+    for n in range(20):
+        batch.append({"role": "user", "content": f"I live in Lisbon and keep bees, part {n}."})
+        batch.append({"role": "assistant", "content": f"Noted, {n}."})
+    provider.chat_answers.append(TWO_FACTS)
+
+    with consumer_paused(worker, broker_app):
+        response = api.post(f"/api/topics/{topic_id}/messages", {"messages": batch}, format="json")
+        assert response.status_code == 201, response.content[:500]
+        extraction = response.json()["extraction"]
+        assert extraction["status"] == "queued", extraction
+        assert api.get(f"/api/extraction-runs/{extraction['task_id']}").json()["status"] == "queued"
+
+    done = wait_for(
+        lambda: finished_run(api, extraction["task_id"]), worker=worker, what="the run to finish"
+    )
+    assert (done["status"], done["created"]) == ("done", 2), done
+    [run] = runs_of(topic_id)
+    ids = [m["id"] for m in response.json()["data"]]
+    assert (run.from_message_id, run.to_message_id) == (ids[0], ids[-1])
+    assert len(provider.chat_requests()) == 1
 
 
 def test_posting_the_threshold_message_queues_extraction_for_the_worker(worker, provider, settings):

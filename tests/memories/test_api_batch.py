@@ -1,4 +1,4 @@
-"""POST /api/memories/batch: many manual creates, all or nothing (SPEC §11)."""
+"""POST /api/memories/batch: many manual creates, all or nothing."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""POST /api/memories/context: the memory hint for a model turn (SPEC §5)."""
+"""POST /api/memories/context: the memory hint for a model turn."""
 
 import pytest
 

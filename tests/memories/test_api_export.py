@@ -1,4 +1,4 @@
-"""GET /api/memories/export: every memory of the caller as NDJSON, streamed (SPEC §11)."""
+"""GET /api/memories/export: every memory of the caller as NDJSON, streamed."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""POST /api/memories/import: NDJSON in, idempotently (SPEC §11)."""
+"""POST /api/memories/import: NDJSON in, idempotently."""
 
 import io
 import json

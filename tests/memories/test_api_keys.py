@@ -1,4 +1,4 @@
-"""Service keys: Bearer <key> + X-User-Id acts as an end user (SPEC §11)."""
+"""Service keys: Bearer <key> + X-User-Id acts as an end user."""
 
 import hashlib
 import io

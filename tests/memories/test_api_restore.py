@@ -1,4 +1,4 @@
-"""POST /api/memories/{id}/restore: a soft-deleted memory comes back (SPEC §11)."""
+"""POST /api/memories/{id}/restore: a soft-deleted memory comes back."""
 
 import pytest
 

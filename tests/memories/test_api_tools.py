@@ -1,4 +1,4 @@
-"""The AI tools over REST: GET /api/tools and POST /api/tools/{name} (SPEC §6, §11)."""
+"""The AI tools over REST: GET /api/tools and POST /api/tools/{name}."""
 
 import json
 import uuid

@@ -1,5 +1,5 @@
 """Erasure: POST /api/me/erase and DELETE /api/users/{id} leave no row of the user in any
-table of the database, vector and keyword tables included (SPEC §11)."""
+table of the database, vector and keyword tables included."""
 
 import pytest
 from django.contrib.sessions.models import Session

@@ -1,5 +1,5 @@
 """The MCP server over streamable HTTP at /mcp: authenticated per request as the REST API,
-each call needing the tool's key scope (SPEC §11). A real uvicorn server on 127.0.0.1, driven
+each call needing the tool's key scope. A real uvicorn server on 127.0.0.1, driven
 by the SDK's own HTTP client; the database is then checked through the REST API and rows."""
 
 import httpx

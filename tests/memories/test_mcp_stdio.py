@@ -1,5 +1,5 @@
 """The MCP server on stdio: `manage.py mcp_server --user NAME | --external-user ID` run as a
-subprocess on the test database and driven by the SDK's own stdio client (SPEC §11)."""
+subprocess on the test database and driven by the SDK's own stdio client."""
 
 import io
 

@@ -1,4 +1,4 @@
-"""Which memories recall may draw from (SPEC §4): all five scopes, and nobody else's."""
+"""Which memories recall may draw from: all five scopes, and nobody else's."""
 
 from memories import services
 from memories.recall.recall import memory_recall

@@ -1,4 +1,4 @@
-"""The Django admin for memories (SPEC §8): filters, search, approve/reject/archive actions
+"""The Django admin for memories: filters, search, approve/reject/archive actions
 through the services, and each memory's revision history."""
 
 import pytest
@@ -199,7 +199,7 @@ def test_approving_a_replacement_in_the_admin_archives_the_memory_it_replaces(
 def test_a_memorys_change_page_shows_its_revision_history(superuser_client, superuser, owner):
     memory = make_pending(owner, key="city", value="Lives in Rotterdam")
     services.memory_update(memory=memory, actor=superuser, changes={"value": "Lives in Utrecht"})
-    services.memory_approve(memory=memory, actor=superuser)
+    services.memory_review(memory_ids=[memory.id], actor=superuser, decision="approve")
 
     page = page_of(superuser_client.get(change_url(memory)))
 

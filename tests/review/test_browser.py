@@ -218,6 +218,7 @@ def test_the_dashboard_fits_the_screen(browser_page, live_server, owner, other, 
         (RunStatus.FAILED, "LLM request timed out after 3 attempts (read timeout 30 s)"),
     ]:
         ExtractionRun.objects.create(
+            task_id=str(uuid4()),
             source_kind=SourceKind.TOPIC,
             source_id=uuid4(),
             status=status,

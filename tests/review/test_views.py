@@ -1,4 +1,4 @@
-"""The staff review pages (SPEC §8) through the Django test client: real URLs, then the status,
+"""The staff review pages through the Django test client: real URLs, then the status,
 the HTML and the database rows."""
 
 from datetime import timedelta
@@ -633,7 +633,7 @@ def test_an_invalid_edit_shows_the_form_again_and_changes_nothing(staff_client, 
 
 
 def test_editing_a_memory_that_is_no_longer_pending_changes_nothing(staff_client, staff, city):
-    services.memory_approve(memory=city, actor=staff)
+    services.memory_review(memory_ids=[city.id], actor=staff, decision="approve")
     before = state(city)
 
     response = staff_client.post(edit_url(city), {**EDIT, "approve": "1", "next": QUEUE})
@@ -709,9 +709,13 @@ def test_the_queue_and_the_edit_work_without_an_embedder(staff_client, owner, no
 
 def run(status: str, *, reason: str = "", age: timedelta = timedelta(minutes=5)) -> ExtractionRun:
     created = ExtractionRun.objects.create(
-        source_kind=SourceKind.TOPIC, source_id=uuid4(), status=status, reason=reason
+        task_id=str(uuid4()),
+        source_kind=SourceKind.TOPIC,
+        source_id=uuid4(),
+        status=status,
+        reason=reason,
     )
-    ExtractionRun.objects.filter(id=created.id).update(started_at=timezone.now() - age)
+    ExtractionRun.objects.filter(id=created.id).update(created_at=timezone.now() - age)
     return created
 
 

@@ -1,13 +1,30 @@
 """Create the first staff login of a fresh installation and print it."""
 
+import hashlib
 import secrets
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
+from django.db import connection
 
 from memories.models import User
 
-PASSWORD_FILE = settings.BASE_DIR / "var" / "first-admin-password.txt"
+
+def password_file() -> Path:
+    """var/first-admin-password-<hash>.txt, one per database: the same checkout may serve
+    SQLite one day and PostgreSQL the next, and each has its own admin and password."""
+    database = connection.settings_dict
+    identity = "|".join(
+        str(database.get(part) or "") for part in ("ENGINE", "NAME", "HOST", "PORT")
+    )
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:12]
+    return settings.BASE_DIR / "var" / f"first-admin-password-{digest}.txt"
+
+
+# Where versions before the per-database files kept the password, whichever database wrote
+# it last. Still read, but like the new file only printed if it is this database's password.
+LEGACY_PASSWORD_FILE = Path("var") / "first-admin-password.txt"
 
 
 class Command(BaseCommand):
@@ -21,11 +38,25 @@ class Command(BaseCommand):
         if user is None:
             password = secrets.token_urlsafe(12)
             User.objects.create_superuser(username=username, password=password, email="")
-            PASSWORD_FILE.write_text(password + "\n")
-            PASSWORD_FILE.chmod(0o600)
-        elif PASSWORD_FILE.exists():
-            password = PASSWORD_FILE.read_text().strip()
+            path = password_file()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(password + "\n")
+            path.chmod(0o600)
         else:
-            self.stdout.write(f"Staff login '{username}' exists; its password is not stored here.")
-            return
+            password = self._stored_password(user)
+            if password is None:
+                self.stdout.write(
+                    f"Staff login '{username}' exists; its password is not stored here."
+                )
+                return
         self.stdout.write(f"Staff login: username {username}  password {password}")
+
+    def _stored_password(self, user: User) -> str | None:
+        """The kept password if it still opens this database's login (not another
+        database's, nor one the admin has since changed)."""
+        for path in (password_file(), settings.BASE_DIR / LEGACY_PASSWORD_FILE):
+            if path.exists():
+                password = path.read_text().strip()
+                if user.check_password(password):
+                    return password
+        return None

@@ -13,7 +13,7 @@ from uuid import UUID
 
 from django.db import connection
 
-from memories.models import Memory, Scope
+from memories.models import SCOPE_CARRIERS, Memory
 
 
 @dataclass(frozen=True)
@@ -37,19 +37,15 @@ def partition_of(memory: Memory) -> str:
     )
 
 
-def partition_key(*, scope: str, user_id=None, persona_id=None, project_id=None, topic_id=None):
-    match scope:
-        case Scope.USER:
-            return f"user:{user_id}"
-        case Scope.PROJECT:
-            return f"project:{user_id}:{project_id}"
-        case Scope.SESSION:
-            return f"session:{user_id}:{topic_id}"
-        case Scope.PERSONA:
-            return f"persona:{persona_id}"
-        case Scope.PERSONA_USER:
-            return f"persona_user:{persona_id}:{user_id}"
-    raise ValueError(f"unknown scope {scope!r}")
+def partition_key(
+    *, scope: str, user_id=None, persona_id=None, project_id=None, topic_id=None
+) -> str:
+    """The scope and the ids of its carriers, in SCOPE_CARRIERS order: "project:<user
+    id>:<project id>". Stored vector rows carry these strings, so they must never change."""
+    if scope not in SCOPE_CARRIERS:
+        raise ValueError(f"unknown scope {scope!r}")
+    ids = {"user": user_id, "persona": persona_id, "project": project_id, "topic": topic_id}
+    return ":".join([str(scope), *(str(ids[name]) for name in SCOPE_CARRIERS[scope])])
 
 
 class VectorStore(Protocol):

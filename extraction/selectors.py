@@ -1,0 +1,27 @@
+"""Reads of extraction runs, already limited to what the caller may see: their own runs, and
+every run for staff."""
+
+from django.db.models import QuerySet
+
+from extraction.models import ExtractionRun
+from memories.errors import NotFound
+from memories.models import User
+
+
+def runs_visible_to(user: User) -> QuerySet[ExtractionRun]:
+    """The user's extraction runs (staff: everyone's), newest first."""
+    runs = ExtractionRun.objects.all() if user.is_staff else ExtractionRun.objects.filter(user=user)
+    return runs.order_by("-created_at", "-id")
+
+
+def run_get(*, user: User, task_id: str) -> ExtractionRun:
+    """One visible run by its task id. Someone else's answers NotFound, so its existence does
+    not leak."""
+    run = runs_visible_to(user).filter(task_id=task_id).first()
+    if run is None:
+        raise NotFound(
+            f"No extraction run with task_id {task_id[:100]!r}: task ids come from the answers of "
+            "the extraction endpoints and of posted messages.",
+            field="task_id",
+        )
+    return run

@@ -1,0 +1,119 @@
+"""Settings from the environment: a malformed value stops start-up with one line naming the
+variable and the value expected (config/env.py); well-formed values start."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def manage(*arguments: str, **variables: str) -> subprocess.CompletedProcess:
+    """manage.py in a process of its own, with the real settings and these variables."""
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key != "DJANGO_SETTINGS_MODULE" and not key.startswith(("RECALL_", "LOGIN_"))
+    }
+    environment.update({"SECRET_KEY": "test-only-secret-key", "EMBEDDER": "none", **variables})
+    return subprocess.run(
+        [sys.executable, "manage.py", *arguments],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("RECALL_WEIGHT_RELEVANCE", "abc", "RECALL_WEIGHT_RELEVANCE='abc': expected a number"),
+        ("RECALL_WEIGHT_RELEVANCE", "1.5x", "RECALL_WEIGHT_RELEVANCE='1.5x': expected a number"),
+        ("RECALL_RELEVANCE_FLOOR", "nan", "RECALL_RELEVANCE_FLOOR='nan': expected a number"),
+        (
+            "DEBUG",
+            "maybe",
+            "DEBUG='maybe': expected true or false (or 1/0, yes/no, on/off)",
+        ),
+        (
+            "SESSION_COOKIE_SECURE",
+            "secure",
+            "SESSION_COOKIE_SECURE='secure': expected true or false (or 1/0, yes/no, on/off)",
+        ),
+        ("EMBEDDING_DIMENSIONS", "384.0", "EMBEDDING_DIMENSIONS='384.0': expected a whole number"),
+        (
+            "LOGIN_FAILURE_LIMIT",
+            "0",
+            "LOGIN_FAILURE_LIMIT='0': expected a whole number of at least 1",
+        ),
+        (
+            "EXTRACTION_THROTTLE_RATE",
+            "lots",
+            "EXTRACTION_THROTTLE_RATE='lots': expected a rate such as 30/minute (per s, m, h or d)",
+        ),
+        ("EMBEDDER", "gpt", "EMBEDDER='gpt': expected one of local, openai, none"),
+        (
+            "SECURE_PROXY_SSL_HEADER",
+            "X-Forwarded-Proto",
+            "SECURE_PROXY_SSL_HEADER='X-Forwarded-Proto': expected a header and its https "
+            "value, e.g. X-Forwarded-Proto,https",
+        ),
+        (
+            "CACHE_URL",
+            "memcache-ish://127.0.0.1",
+            "CACHE_URL has the scheme 'memcache-ish': expected a cache URL such as "
+            "redis://127.0.0.1:6379/1 or locmemcache://",
+        ),
+    ],
+)
+def test_a_malformed_value_stops_start_up_with_one_line_naming_it(variable, value, message):
+    done = manage("check", **{variable: value})
+
+    assert done.returncode != 0
+    assert done.stderr.strip() == f"ImproperlyConfigured: {message}", done.stderr
+    assert done.stdout == ""
+
+
+def test_a_bad_database_url_is_named_without_echoing_its_password():
+    done = manage("check", DATABASE_URL="mysqlish://memory:hunter2@db.internal/memory")
+
+    assert done.returncode != 0
+    assert done.stderr.strip().startswith(
+        "ImproperlyConfigured: DATABASE_URL has the scheme 'mysqlish': expected a database URL"
+    )
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "hunter2" not in done.stderr
+
+
+def test_a_missing_secret_key_without_debug_is_one_line_too():
+    done = manage("check", SECRET_KEY="", DEBUG="false")
+
+    assert done.returncode != 0
+    assert done.stderr.strip() == (
+        "ImproperlyConfigured: SECRET_KEY must be set when DEBUG is off "
+        "(or set DEBUG=true for local use)."
+    )
+
+
+def test_well_formed_values_in_every_spelling_start():
+    done = manage(
+        "check",
+        DEBUG="Off",
+        RECALL_WEIGHT_RELEVANCE=" 0.5 ",
+        RECALL_WEIGHT_IMPORTANCE="1e-1",
+        SESSION_COOKIE_SECURE="no",
+        CSRF_COOKIE_SECURE="0",
+        EMBEDDING_DIMENSIONS="384",
+        LOGIN_FAILURE_LIMIT="5",
+        EXTRACTION_THROTTLE_RATE="100/hour",
+        RECALL_CANDIDATES="",  # empty counts as unset
+        CACHE_URL="redis://127.0.0.1:6379/1",
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "System check identified no issues" in done.stdout
