@@ -221,6 +221,24 @@ class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
         return attrs
 
 
+def validated_items(attrs: dict, name: str, item_serializer, context: dict) -> dict:
+    """A batch body's items, each validated by `item_serializer`, all or nothing. Item errors
+    are raised from validate() rather than validate_<name>, so that their keys stay
+    `name[i].field` instead of nesting under `name`."""
+    items, errors = [], {}
+    for index, item in enumerate(attrs[name]):
+        serializer = item_serializer(data=item, context=context)
+        if serializer.is_valid():
+            items.append(serializer.validated_data)
+            continue
+        for field, messages in serializer.errors.items():
+            key = f"{name}[{index}]" if field == "non_field_errors" else f"{name}[{index}].{field}"
+            errors[key] = [str(message) for message in messages]
+    if errors:
+        raise serializers.ValidationError(errors)
+    return {name: items}
+
+
 class MemoryBatchCreateSerializer(StrictInputMixin, serializers.Serializer):
     """{"memories": [<create body>, ...]}: each item validated as POST /api/memories, all
     or nothing; errors are keyed `memories[i].field`."""
@@ -233,22 +251,7 @@ class MemoryBatchCreateSerializer(StrictInputMixin, serializers.Serializer):
     )
 
     def validate(self, attrs):
-        # Item errors are raised here rather than in validate_memories, so that their keys
-        # stay `memories[i].field` instead of nesting under "memories".
-        items, errors = [], {}
-        for index, item in enumerate(attrs["memories"]):
-            item_serializer = MemoryCreateSerializer(data=item, context=self.context)
-            if item_serializer.is_valid():
-                items.append(item_serializer.validated_data)
-                continue
-            for name, messages in item_serializer.errors.items():
-                field = f"memories[{index}]"
-                if name != "non_field_errors":
-                    field += f".{name}"
-                errors[field] = [str(message) for message in messages]
-        if errors:
-            raise serializers.ValidationError(errors)
-        return {"memories": items}
+        return validated_items(attrs, "memories", MemoryCreateSerializer, self.context)
 
 
 # The read-only fields of a memory that say what it belongs to: an edit cannot move it.
@@ -416,22 +419,7 @@ class MessageBatchSerializer(StrictInputMixin, serializers.Serializer):
     )
 
     def validate(self, attrs):
-        # Item errors are raised here rather than in validate_messages, so that their keys
-        # stay `messages[i].field` instead of nesting under "messages".
-        items, errors = [], {}
-        for index, item in enumerate(attrs["messages"]):
-            item_serializer = self.item_serializer(data=item, context=self.context)
-            if item_serializer.is_valid():
-                items.append(item_serializer.validated_data)
-                continue
-            for name, messages in item_serializer.errors.items():
-                field = f"messages[{index}]"
-                if name != "non_field_errors":
-                    field += f".{name}"
-                errors[field] = [str(message) for message in messages]
-        if errors:
-            raise serializers.ValidationError(errors)
-        return {"messages": items}
+        return validated_items(attrs, "messages", self.item_serializer, self.context)
 
 
 class WorkSessionMessageBatchSerializer(MessageBatchSerializer):
