@@ -219,7 +219,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["memories.api.parsers.SafeJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "memories.api.pagination.DataPagination",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "memories.api.schema.ErrorsAutoSchema",
     "EXCEPTION_HANDLER": "memories.api.errors.exception_handler",
     # Per-user rates of the views that name a throttle_scope, counted in the default cache.
     "DEFAULT_THROTTLE_RATES": {"extraction": EXTRACTION_THROTTLE_RATE},
@@ -238,6 +238,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Two choice sets share each of the field names scope and status: name them apart.
+    "ENUM_NAME_OVERRIDES": {
+        "ScopeEnum": "memories.models.Scope",
+        "ScopeInputEnum": "memories.api.serializers.SCOPE_INPUT_CHOICES",
+        "MemoryStatusEnum": "memories.models.Status",
+        "RunStatusEnum": "extraction.models.RunStatus",
+    },
 }
 
 # --- Celery ----------------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from memories.models import (
 )
 
 SCOPE_ALIASES = {"global": Scope.USER}
+# What a scope field of a request accepts: the scopes and their aliases.
+SCOPE_INPUT_CHOICES = [*Scope.values, *SCOPE_ALIASES]
 
 
 class StrictInputMixin:
@@ -67,7 +69,7 @@ class StrictUUIDField(serializers.UUIDField):
 
 class ScopeField(serializers.ChoiceField):
     def __init__(self, **kwargs):
-        super().__init__(choices=[*Scope.values, *SCOPE_ALIASES], **kwargs)
+        super().__init__(choices=SCOPE_INPUT_CHOICES, **kwargs)
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
@@ -506,3 +508,39 @@ class RecallResultSerializer(MemorySerializer):
 class ContextResponseSerializer(serializers.Serializer):
     hint = serializers.CharField()
     memories = RecallResultSerializer(many=True)
+
+
+class RecallResultsSerializer(serializers.Serializer):
+    """GET /api/memories/search and the memory_recall tool: {"data": [memory + score]}."""
+
+    data = RecallResultSerializer(many=True)
+
+
+class ToolFunctionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    parameters = serializers.DictField(help_text="JSON schema of the arguments (strict mode).")
+    strict = serializers.BooleanField()
+
+
+class ToolSerializer(serializers.Serializer):
+    """One tool in OpenAI's function-calling format."""
+
+    type = serializers.ChoiceField(choices=["function"])
+    function = ToolFunctionSerializer()
+
+
+class ToolListSerializer(serializers.Serializer):
+    data = ToolSerializer(many=True)
+
+
+class SavedSerializer(serializers.Serializer):
+    """The memory_save tool's answer."""
+
+    memory = MemorySerializer()
+
+
+class ForgottenSerializer(serializers.Serializer):
+    """The memory_forget tool's answer: the id of the memory it deleted."""
+
+    forgotten = serializers.UUIDField()

@@ -161,3 +161,48 @@ def test_the_docs_page_is_html(api):
     script = api.get("/api/docs/", {"script": ""})
     assert script["Content-Type"].startswith("application/javascript")
     assert b"/api/schema/" in script.content
+
+
+def _schema(api) -> dict:
+    return json.loads(api.get("/api/schema/", {"format": "json"}).content)
+
+
+def test_the_schema_documents_search_as_data_and_pending_as_a_page(api):
+    schemas = _schema(api)["components"]["schemas"]
+    paths = _schema(api)["paths"]
+
+    search = paths["/api/memories/search"]["get"]["responses"]["200"]
+    ref = search["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert schemas[ref]["properties"]["data"]["type"] == "array"
+    pending = paths["/api/admin/memories/pending"]["get"]["responses"]["200"]
+    ref = pending["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert set(schemas[ref]["required"]) == {"data", "count", "next", "previous"}
+
+
+def test_every_operation_documents_its_errors_in_the_one_error_shape(api):
+    document = _schema(api)
+    operations = [
+        (path, method, operation)
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+    ]
+
+    assert set(document["components"]["schemas"]["Error"]["required"]) == {
+        "code",
+        "detail",
+        "fields",
+    }
+    for path, method, operation in operations:
+        responses = operation["responses"]
+        assert "400" in responses, (method, path)
+        if path != "/api/auth/token":
+            assert {"401", "403"} <= set(responses), (method, path)
+        for status, response in responses.items():
+            if status >= "400":
+                schema = response["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/Error"}, (method, path, status)
+    assert "429" in document["paths"]["/api/auth/token"]["post"]["responses"]
+    assert "429" in document["paths"]["/api/memories/extract/{topic_id}"]["post"]["responses"]
+    assert "409" in document["paths"]["/api/memories/{id}/approve"]["post"]["responses"]
+    assert "503" in document["paths"]["/api/memories/search"]["get"]["responses"]
+    assert len({operation["operationId"] for _, _, operation in operations}) == len(operations)
