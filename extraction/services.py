@@ -353,22 +353,22 @@ def _scope_texts(carriers: dict) -> dict:
 
 def _save_candidates(source, candidates, vectors) -> dict:
     """Write the candidates that are neither repeated nor duplicates; the counts, and the ids
-    of the memories written (created and merged ones) as `memory_ids`."""
+    of the memories written (created and merged ones) as `memory_ids`.
+
+    A candidate is compared with the memories this run has written already exactly as with
+    the stored ones (their texts join the scope's index, their vectors are in the store
+    within this transaction): one run proposes a fact once, and a later candidate with the
+    same key proposes its replacement."""
     created = merged = skipped = 0
     memory_ids: list[str] = []
-    seen: set[tuple[str, str]] = set()
     texts_by_scope: dict = {}
     for candidate, vector in zip(candidates, vectors, strict=True):
         carriers = source.carriers(candidate.scope)
-        fingerprint = (carriers["scope"], normalise(candidate.value))
-        if fingerprint in seen:
-            skipped += 1
-            continue
-        seen.add(fingerprint)
         scope_key = tuple(sorted((name, getattr(v, "id", v)) for name, v in carriers.items()))
         if scope_key not in texts_by_scope:
             texts_by_scope[scope_key] = _scope_texts(carriers)
-        existing, similarity = _comparable(carriers, candidate, vector, texts_by_scope[scope_key])
+        texts = texts_by_scope[scope_key]
+        existing, similarity = _comparable(carriers, candidate, vector, texts)
         decision = classify(
             key=candidate.key,
             value=candidate.value,
@@ -394,6 +394,8 @@ def _save_candidates(source, candidates, vectors) -> dict:
             **carriers,
         )
         memory_ids.append(str(saved.id))
+        texts.setdefault(("value", normalise(saved.value)), set()).add(saved.id)
+        texts.setdefault(("key", normalise(saved.key)), set()).add(saved.id)
         if decision.kind == "conflict":
             merged += 1
         else:

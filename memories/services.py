@@ -322,24 +322,96 @@ def _transition(
     *, memory_id: UUID, actor: User | None, to_status: str, action: str
 ) -> Memory | None:
     """Move a pending memory to `to_status`; None when it is not pending (any more).
+    Approving a replacement archives what it replaces (_replaced_on_approval). Raises
+    Conflict, before writing anything, when that cannot be decided.
 
-    The conditional UPDATE ... WHERE status = pending makes two concurrent approvals of the
-    same memory count once: the second one updates no row.
+    The memory is locked before what it replaces (memory_update locks it first too, so
+    approvals along a chain take their locks in one order). The conditional UPDATE ...
+    WHERE status = pending makes two concurrent approvals of the same memory count once: the
+    second one updates no row.
     """
+    memory = (
+        Memory.objects.select_for_update()
+        .filter(id=memory_id, status=Status.PENDING_REVIEW, deleted_at__isnull=True)
+        .first()
+    )
+    if memory is None:
+        return None
+    before = _snapshot(memory)
+    replaced, note = [], ""
+    if to_status == Status.ACTIVE and memory.supersedes_id:
+        replaced, memory.supersedes_id, note = _replaced_on_approval(memory)
+    memory.status, memory.updated_at = to_status, timezone.now()
     updated = Memory.objects.filter(
         id=memory_id, status=Status.PENDING_REVIEW, deleted_at__isnull=True
-    ).update(status=to_status, updated_at=timezone.now())
+    ).update(status=to_status, updated_at=memory.updated_at, supersedes_id=memory.supersedes_id)
     if not updated:
         return None
-    memory = Memory.objects.get(id=memory_id)
-    before = {**_snapshot(memory), "status": Status.PENDING_REVIEW}
-    _record(memory, action=action, actor=actor, before=before)
+    _record(memory, action=action, actor=actor, before=before, note=note)
     index_status([memory.id], to_status)
-    if to_status == Status.ACTIVE and memory.supersedes_id:
-        memory_archive(
-            memory_id=memory.supersedes_id, actor=actor, note=f"superseded by {memory.id}"
-        )
+    for old_id in replaced:
+        memory_archive(memory_id=old_id, actor=actor, note=f"superseded by {memory.id}")
     return memory
+
+
+def _replaced_on_approval(memory: Memory) -> tuple[list[UUID], UUID | None, str]:
+    """What approving the replacement `memory` archives, what it supersedes then, and a note
+    for its approval revision. Raises Conflict.
+
+    It replaces the memory it supersedes while that is active, and archives the pending
+    proposals on the way there (older proposals for the same fact). When the chain ends in a
+    memory no longer active (another replacement of it was approved first, or it was
+    archived or deleted), the approval is re-targeted at the active memory that now holds
+    the key in the same scope, so a chain of replacements never leaves two active memories
+    for one key and scope. None holds it: nothing is replaced. Several do (written by hand,
+    or before replacements were re-targeted): refused, as nobody can tell which one to
+    replace.
+    """
+    stale: list[UUID] = []
+    seen = {memory.id}
+    target_id = memory.supersedes_id
+    while target_id is not None and target_id not in seen:
+        seen.add(target_id)
+        # Locked whatever its status: approvals of replacements of one memory take turns, and
+        # the later one then reads (a new statement sees what committed) the memory the
+        # earlier one made active.
+        target = Memory.objects.select_for_update().filter(id=target_id).first()
+        if target is None or target.deleted_at is not None or target.status == Status.ARCHIVED:
+            break
+        if target.status == Status.ACTIVE:
+            return [*stale, target.id], memory.supersedes_id, ""
+        stale.append(target.id)
+        target_id = target.supersedes_id
+    holders = list(
+        Memory.objects.select_for_update()
+        .filter(
+            scope=memory.scope,
+            user_id=memory.user_id,
+            persona_id=memory.persona_id,
+            project_id=memory.project_id,
+            topic_id=memory.topic_id,
+            key__iexact=memory.key,
+            status=Status.ACTIVE,
+            deleted_at__isnull=True,
+        )
+        .exclude(id__in=seen)
+        .order_by("-created_at")
+        .values_list("id", flat=True)[:3]
+    )
+    if len(holders) > 1:
+        raise Conflict(
+            f"This memory replaces {memory.supersedes_id}, which is no longer active, and "
+            f"several active memories now have its key {memory.key!r} in this scope "
+            f"({', '.join(map(str, holders))}): delete the ones that are wrong and approve "
+            "again, or reject this one."
+        )
+    if holders:
+        note = (
+            f"replaces {holders[0]}, which has this key now: {memory.supersedes_id} is not active"
+        )
+        return [*stale, holders[0]], holders[0], note
+    note = f"replaces nothing: {memory.supersedes_id} is not active and no memory has this key"
+    return stale, memory.supersedes_id, note
 
 
 def memory_archive(*, memory_id: UUID, actor: User | None, note: str = "") -> bool:
@@ -378,15 +450,23 @@ def memory_review(
 ) -> list[Memory]:
     """Approve ("approve": pending_review -> active, archiving what each supersedes) or
     reject ("reject": -> archived) the pending memories among memory_ids; the others are
-    skipped. Returns the memories it changed, in the order given. With require_pending a
-    memory that is not pending raises Conflict and nothing changes. Raises InvalidInput
-    (unknown decision), Conflict."""
+    skipped, as are replacements whose approval is refused (see _replaced_on_approval).
+    Returns the memories it changed, in the order given. With require_pending a memory that
+    is not pending, or whose approval is refused, raises Conflict and nothing changes.
+    Raises InvalidInput (unknown decision), Conflict."""
     if decision not in REVIEW_OUTCOMES:
         raise InvalidInput("The decision is approve or reject.", field="decision")
     to_status, done = REVIEW_OUTCOMES[decision]
     changed = []
     for memory_id in dict.fromkeys(memory_ids):
-        memory = _transition(memory_id=memory_id, actor=actor, to_status=to_status, action=decision)
+        try:
+            memory = _transition(
+                memory_id=memory_id, actor=actor, to_status=to_status, action=decision
+            )
+        except Conflict:
+            if require_pending:
+                raise
+            continue  # raised before it wrote: the memory stays pending, the others go on
         if memory is not None:
             changed.append(memory)
         elif require_pending:
