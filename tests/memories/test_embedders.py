@@ -1,6 +1,25 @@
-"""Embedders: the OpenAI-compatible one against the stand-in provider, and EMBEDDER=none."""
+"""Embedders: the local model on ONNX Runtime (checked against sentence-transformers) and on
+PyTorch, the OpenAI-compatible one against the stand-in provider, and EMBEDDER=none."""
 
-from memories.embedders import LocalEmbedder, get_embedder
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from memories import embedder_export, embedders
+from memories.embedders import (
+    OnnxEmbedder,
+    TorchEmbedder,
+    embedder_is_loaded,
+    embedder_warm_up,
+    get_embedder,
+)
 from memories.models import Memory, MemoryEmbedding
 from memories.recall.vector_store import get_vector_store
 
@@ -51,23 +70,166 @@ def test_without_an_embedder_writes_store_no_vector(api, no_embedder):
     assert api.get("/api/memories/search", {"q": "cat"}).json()["data"][0]["key"] == "pet"
 
 
-def test_the_local_embedder_uses_the_configured_torch_threads(settings):
+def test_the_torch_embedder_uses_the_configured_threads(settings):
     import torch
 
     before = torch.get_num_threads()
     try:
-        settings.EMBEDDING_TORCH_THREADS = 1
+        settings.EMBEDDING_THREADS = 1
         torch.set_num_threads(2)
-        LocalEmbedder()
+        TorchEmbedder()
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
 
 
-def test_loading_the_local_model_leaves_its_objects_to_no_garbage_collection():
+def test_loading_the_torch_model_leaves_its_objects_to_no_garbage_collection():
     import gc
 
     gc.unfreeze()
-    LocalEmbedder()
+    TorchEmbedder()
 
     assert gc.get_freeze_count() > 100_000
+
+
+SUBJECTS = ["I", "My sister", "Caroline", "The user", "Our team", "He", "Dr. Müller", "They"]
+ACTIONS = ["prefers", "moved to", "is allergic to", "works as", "wrote about", "hates"]
+OBJECTS = [
+    "Go with Gin for backend services",
+    "Lisbon last month",
+    "peanuts, shellfish and (sometimes) strawberries",
+    "a nurse at the children's hospital, three nights a week",
+    "the 2023 marathon: 42.195 km in 3h 58m!",
+    "日本語のテキスト and emoji 🎉🐍",
+    "def f(x): return x ** 2  # squares",
+]
+EDGE_CASES = [
+    "",
+    "   surrounded by spaces and\ttabs\n",
+    "a",
+    "UPPER CASE ÀÉÎÕÜ ß",
+    " ".join(f"word{i}" for i in range(400)),  # past the 256 tokens the model reads
+    "hello world " * 127,  # just under and over the limit with [CLS] and [SEP]
+    "hello world " * 128,
+]
+TEXTS = [
+    f"{subject} {action} {obj}"
+    for subject, action, obj in itertools.product(SUBJECTS, ACTIONS, OBJECTS)
+] + EDGE_CASES
+
+
+def test_onnx_gives_the_vectors_sentence_transformers_gives_for_hundreds_of_texts(settings):
+    settings.EMBEDDER_RUNTIME = "onnx"
+    onnx = np.array(get_embedder().embed(TEXTS))
+    settings.EMBEDDER_RUNTIME = "torch"
+    torch = np.array(get_embedder().embed(TEXTS))
+
+    assert len(TEXTS) > 300
+    assert onnx.shape == torch.shape == (len(TEXTS), 384)
+    assert (onnx * torch).sum(axis=1).min() >= 0.999
+    assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-5)
+
+
+def test_an_onnx_vector_is_the_same_alone_as_in_a_padded_batch(settings):
+    settings.EMBEDDER_RUNTIME = "onnx"
+    embedder = get_embedder()
+    texts = OBJECTS + EDGE_CASES
+    batch = np.array(embedder.embed(texts))
+    alone = np.array([embedder.embed([text])[0] for text in texts])
+
+    assert (batch * alone).sum(axis=1).min() >= 0.99999
+
+
+def test_the_local_embedder_runs_on_onnx_runtime_by_default():
+    assert isinstance(get_embedder(), OnnxEmbedder)
+
+
+def test_the_onnx_file_is_exported_from_the_package_on_first_use(settings, tmp_path):
+    settings.EMBEDDING_CACHE_DIR = tmp_path / "models"
+
+    vector = OnnxEmbedder().embed(["hello world"])[0]
+
+    assert [p.name for p in (tmp_path / "models").glob("*.onnx")] == [embedder_export.file_name()]
+    reference = TorchEmbedder().embed(["hello world"])[0]
+    assert np.dot(vector, reference) >= 0.999
+
+
+def test_a_process_serving_with_onnx_never_imports_torch():
+    script = (
+        "import sys, django; django.setup();"
+        "from memories.embedders import embed_one; embed_one('hello');"
+        "print(sorted({'torch', 'transformers', 'sentence_transformers'} & set(sys.modules)))"
+    )
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings_test"}
+    environment.pop("EMBEDDER_RUNTIME", None)
+    environment.pop("EMBEDDER", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).resolve().parents[2],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_onnx_session_uses_the_configured_threads(settings):
+    settings.EMBEDDING_THREADS = 2
+
+    options = OnnxEmbedder()._session.get_session_options()
+
+    assert options.intra_op_num_threads == 2
+
+
+def test_the_embedder_counts_as_loaded_once_the_model_is_in_memory(monkeypatch):
+    monkeypatch.setattr(embedders, "_local", {})
+    assert not embedder_is_loaded()
+
+    embedder_warm_up()
+
+    assert embedder_is_loaded()
+
+
+@pytest.mark.parametrize("embedder", ["openai", "none"])
+def test_a_remote_embedder_or_none_has_nothing_to_load(settings, monkeypatch, embedder):
+    monkeypatch.setattr(embedders, "_local", {})
+    settings.EMBEDDER = embedder
+
+    assert embedder_is_loaded()
+    embedder_warm_up()  # calls no provider
+    assert embedders._local == {}
+
+
+def test_the_export_command_leaves_an_exported_file_alone(settings, tmp_path, capsys):
+    settings.EMBEDDING_CACHE_DIR = tmp_path
+    exported = embedder_export.ensure(Path(settings.BASE_DIR) / "var" / "models")
+    shutil.copy(exported, tmp_path / exported.name)
+    before = (tmp_path / exported.name).stat().st_mtime_ns
+
+    call_command("export_embedder")
+
+    assert "is there" in capsys.readouterr().out
+    assert (tmp_path / exported.name).stat().st_mtime_ns == before
+
+
+def test_the_export_command_has_nothing_to_do_for_the_torch_runtime(settings, tmp_path, capsys):
+    settings.EMBEDDING_CACHE_DIR = tmp_path
+    settings.EMBEDDER_RUNTIME = "torch"
+
+    call_command("export_embedder")
+
+    assert "nothing to export" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_older_name_of_the_threads_setting_still_counts():
+    from tests.config.test_environment import manage
+
+    shell = "from django.conf import settings; print(settings.EMBEDDING_THREADS)"
+    done = manage("shell", "-c", shell, EMBEDDING_TORCH_THREADS="3")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "3"

