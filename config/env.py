@@ -8,6 +8,7 @@ and a wrong one stops start-up with one line naming the variable and the value e
 
 An empty value counts as unset (compose files often pass `NAME=` through)."""
 
+import ipaddress
 import math
 import re
 import sys
@@ -103,6 +104,19 @@ class Env(environ.Env):
             return raw
 
         return self._typed(var, default, parse, "one of " + ", ".join(choices))
+
+    def networks(self, var: str, default=NOTSET) -> list[str]:
+        """Comma-separated IP networks (10.0.0.0/8) or addresses (127.0.0.1)."""
+
+        def parse(raw: str) -> list[str]:
+            networks = [item.strip() for item in raw.split(",") if item.strip()]
+            for network in networks:
+                ipaddress.ip_network(network, strict=False)
+            return networks
+
+        return self._typed(
+            var, default, parse, "IP networks or addresses such as 10.0.0.0/8,127.0.0.1"
+        )
 
     def db_url(self, var: str = "DATABASE_URL", default=NOTSET, engine=None) -> dict:
         # The URL may hold a password: name the scheme, never echo the value.

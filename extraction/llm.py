@@ -11,6 +11,7 @@ import openai
 from django.conf import settings
 
 from extraction.parsing import MalformedOutput, find_json_object
+from ops.metrics import observe_model_call
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -53,10 +54,10 @@ def complete_json(messages: list[dict], parse: Callable[[dict], T] = _as_is) -> 
     last_error = "no attempt made"
     for attempt in range(1, attempts + 1):
         try:
-            response = client.chat.completions.create(
-                model=settings.LLM_MODEL, messages=messages, temperature=0
-            )
+            response = _create(client, messages)
             content = response.choices[0].message.content if response.choices else None
+            # The answer holds what the conversation said about the user: DEBUG only.
+            logger.debug("utility model answer, attempt %d: %s", attempt, content)
             return parse(find_json_object(content or "")), attempt
         except RETRYABLE as exc:
             last_error = f"{type(exc).__name__}: {exc}"[:300]
@@ -67,3 +68,18 @@ def complete_json(messages: list[dict], parse: Callable[[dict], T] = _as_is) -> 
         if attempt < attempts:
             time.sleep(settings.EXTRACTION_LLM_BACKOFF_SECONDS * 2 ** (attempt - 1))
     raise ExtractionFailed(last_error, attempts)
+
+
+def _create(client: openai.OpenAI, messages: list[dict]):
+    """One chat-completions call, timed for /metrics by outcome (ok, or the error's type)."""
+    started = time.perf_counter()
+    outcome = "ok"
+    try:
+        return client.chat.completions.create(
+            model=settings.LLM_MODEL, messages=messages, temperature=0
+        )
+    except Exception as exc:
+        outcome = type(exc).__name__
+        raise
+    finally:
+        observe_model_call(outcome=outcome, seconds=time.perf_counter() - started)

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from extraction.models import ExtractionRun, ExtractionState, RunStatus, SourceKind
 from memories.models import User
+from ops.metrics import count_extraction_run
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ def run_queue(
             source_kind=kind,
             source_id=source_id,
         )
+    count_extraction_run(RunStatus.QUEUED)
     _send(run, automatic=automatic)
     run.refresh_from_db()
     return run, True
@@ -123,6 +125,7 @@ def run_start(
         run = ExtractionRun.objects.create(
             id=run_id, task_id=str(run_id), status=RunStatus.RUNNING, started_at=now, **source
         )
+        count_extraction_run(RunStatus.RUNNING)
         return run, True
     # task_id is unique: of two deliveries making the row at once, one inserts and the other
     # finds it (get_or_create catches the IntegrityError and reads again).
@@ -143,6 +146,7 @@ def run_start(
     )
     run = ExtractionRun.objects.get(task_id=task_id)
     if moved:
+        count_extraction_run(RunStatus.RUNNING)
         logger.info("extraction run %s (task %s) started", run.id, task_id)
     return run, bool(moved) and run.started_at == now
 
@@ -154,6 +158,9 @@ def run_finish(run: ExtractionRun, *, status: str, reason: str = "", **fields) -
     finished = ExtractionRun.objects.filter(
         id=run.id, status=RunStatus.RUNNING, started_at=run.started_at
     ).update(status=status, reason=reason[:300], finished_at=timezone.now(), **fields)
+    if finished:
+        # For done, inside _extract's transaction, as its last statement before the commit.
+        count_extraction_run(status)
     return bool(finished)
 
 
@@ -164,5 +171,6 @@ def run_fail(*, task_id: str, error: str) -> bool:
         task_id=task_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
     ).update(status=RunStatus.FAILED, reason=error[:300], finished_at=timezone.now())
     if failed:
+        count_extraction_run(RunStatus.FAILED)
         logger.warning("extraction task %s failed: %s", task_id, error[:300])
     return bool(failed)

@@ -1,0 +1,2 @@
+"""What an operator watches: health and readiness probes, Prometheus metrics, structured logs
+with request ids (README, Operations)."""
