@@ -1,6 +1,7 @@
-"""`python -m bench run|quality|latency|sweep|report`: runs each part on each database in a
-worker process of its own (throwaway SQLite file; fresh database on a pgserver PostgreSQL),
-collects the JSON, writes bench/results/<name>.json and docs/benchmarks.md."""
+"""`python -m bench run|quality|latency|sweep|vague|report`: runs each part on each database in
+a worker process of its own (throwaway SQLite file; fresh database on a pgserver PostgreSQL),
+collects the JSON, writes bench/results/<name>.json and docs/benchmarks.md (not for vague,
+which prints its table instead)."""
 
 import argparse
 import datetime as dt
@@ -16,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench import report
+from bench import report, vague
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -106,9 +107,17 @@ def main(argv: list[str] | None = None) -> None:
 
         worker.main(argv[1:])
         return
+    if argv[:1] == ["served"]:
+        # Its own options (and its own databases, gunicorn and client processes).
+        from bench import served
+
+        served.main(argv[1:])
+        return
 
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("part", choices=["run", "quality", "latency", "sweep", "report"])
+    parser.add_argument(
+        "part", choices=["run", "quality", "latency", "sweep", "vague", "tune", "report"]
+    )
     parser.add_argument("--data", help="LOCOMO dev JSON (not in the repository; CC BY-NC 4.0)")
     parser.add_argument("--db", default=",".join(DATABASES), help="sqlite,postgresql")
     parser.add_argument("--quick", action="store_true", help="small smoke run")
@@ -120,6 +129,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--sizes", help="latency sizes, default 10000,100000")
     parser.add_argument("--queries", type=int, help="latency queries per size, default 200")
+    parser.add_argument(
+        "--grid",
+        help="vague: a JSON list of Weights overrides, one setting each "
+        "(default bench.vague.GRID), e.g. '[{}, {\"similarity_floor\": 0.1}]'",
+    )
+    parser.add_argument(
+        "--configs", help="tune: a JSON file of the settings to try (default bench.tune.CONFIGS)"
+    )
     parser.add_argument("--name", help="results file name (default: the part, -quick)")
     parser.add_argument("--docs", action="store_true", help="write docs even for --quick")
     parser.add_argument(
@@ -134,8 +151,17 @@ def main(argv: list[str] | None = None) -> None:
     if args.part == "report":
         write_docs()
         return
-    if args.part in ("run", "quality", "sweep") and not args.data:
+    if args.part in ("run", "quality", "sweep", "tune") and not args.data:
         parser.error("--data is required for the quality part")
+    if args.grid is not None:
+        try:
+            grid = json.loads(args.grid)
+        except json.JSONDecodeError as error:
+            parser.error(f"--grid is not JSON: {error}")
+        if not isinstance(grid, list) or not all(isinstance(s, dict) for s in grid):
+            parser.error(
+                '--grid must be a JSON list of objects, e.g. [{}, {"similarity_floor": 0}]'
+            )
     databases = [d.strip() for d in args.db.split(",") if d.strip()]
     for database in databases:
         if database not in DATABASES:
@@ -161,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         for part in parts:
             extra: list[str] = []
-            if part in ("quality", "sweep") or (part == "latency" and args.data):
+            if part in ("quality", "sweep", "tune") or (part == "latency" and args.data):
                 extra += ["--data", str(Path(args.data).resolve())]
                 if part == "quality":
                     extra += ["--sweep", args.sweep]
@@ -169,6 +195,10 @@ def main(argv: list[str] | None = None) -> None:
                 sizes = args.sizes or ("1000,5000" if args.quick else "10000,100000")
                 queries = args.queries or (30 if args.quick else 200)
                 extra += ["--sizes", sizes, "--queries", str(queries)]
+            if part == "tune" and args.configs:
+                extra += ["--configs", str(Path(args.configs).resolve())]
+            if part == "vague" and args.grid is not None:
+                extra += ["--grid", args.grid]
             if args.quick:
                 extra.append("--quick")
             results.setdefault(part, {})
@@ -184,6 +214,8 @@ def main(argv: list[str] | None = None) -> None:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(results, indent=2) + "\n")
     print(f"results: {path.relative_to(ROOT)}")
+    if args.part == "vague":
+        print(vague.table(results))
     print(report.summary(results))
     if not args.quick or args.docs:
         write_docs(extra=results if args.quick else None)

@@ -115,8 +115,10 @@ def _plans(vector, partitions, query, scopes) -> dict:
     from django.db import connection
 
     from memories.models import Status
-    from memories.recall.keyword import get_keyword_index, query_terms
+    from memories.recall.keyword import get_keyword_index
+    from memories.recall.postings import collection_of
     from memories.recall.vector_store import pgvector
+    from memories.recall.words import query_terms
 
     out = {"sample_query": query, "keyword_terms": query_terms(query)}
     with connection.cursor() as cursor:
@@ -131,22 +133,10 @@ def _plans(vector, partitions, query, scopes) -> dict:
             out["nearest_plan"] = [
                 re.sub(r"'\[[^']*\]'", "'[...]'", row[0]) for row in cursor.fetchall()
             ]
-            tsquery = " | ".join(query_terms(query))
-            cursor.execute(
-                "SELECT count(*) FROM memories_memory "
-                "WHERE search_vector @@ to_tsquery('english', %s)",
-                [tsquery],
-            )
-            out["keyword_matches"] = cursor.fetchone()[0]
-        else:
-            from memories.recall.keyword import FTS_TABLE, _quoted
-
-            cursor.execute(
-                f"SELECT count(*) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s",
-                [f"text : ({_quoted(query_terms(query))})"],
-            )
-            out["keyword_matches"] = cursor.fetchone()[0]
-    hits = get_keyword_index().search(text=query, scopes=scopes, k=50, status=Status.ACTIVE)
+    terms = query_terms(query)
+    _, collection = collection_of([scope.partition for scope in scopes], terms)
+    out["keyword_matches"] = sum(collection.term_memories.values())
+    hits = get_keyword_index().search(text=query, scopes=scopes, k=50)
     out["keyword_hits_returned"] = len(hits)
     return out
 
@@ -175,7 +165,6 @@ def _probes(pairs, scopes) -> dict:
     from django.conf import settings
     from django.test.utils import override_settings
 
-    from memories.models import Status
     from memories.recall import candidates
     from memories.recall.keyword import get_keyword_index
 
@@ -183,20 +172,19 @@ def _probes(pairs, scopes) -> dict:
     k = settings.RECALL_CANDIDATES
 
     def keyword_search(pair):
-        keyword.search(text=pair[0], scopes=scopes, k=k, status=Status.ACTIVE)
+        keyword.search(text=pair[0], scopes=scopes, k=k)
 
     def keyword_unbounded(pair):
         with override_settings(RECALL_KEYWORD_ROW_BUDGET=10**9):
             keyword_search(pair)
 
     def one_statement(pair):
-        candidates.find_candidates(
-            query=pair[0], vector=pair[1], scopes=scopes, k=k, status=Status.ACTIVE
-        )
+        candidates.find_candidates(query=pair[0], vector=pair[1], scopes=scopes, k=k)
 
     def step_by_step(pair):
+        hits = keyword.search(text=pair[0], scopes=scopes, k=k)
         candidates._step_by_step(
-            query=pair[0], vector=pair[1], scopes=scopes, k=k, status=Status.ACTIVE
+            vector=pair[1], scopes=scopes, k=k, keyword={h.memory_id: h for h in hits}
         )
 
     probes = {"keyword_search": keyword_search}
@@ -220,14 +208,12 @@ def _scale_quality(data: str, user, embedder) -> dict:
     """LOCOMO conversations saved among the user's synthetic memories (through
     memory_create, vectors from the embedder); recall@10 of their questions per keyword row
     budget, access counting off so every budget sees the same counts."""
-    from django.db import connection
     from django.test.utils import override_settings
 
     from bench import locomo
     from bench.metrics import recall_at
     from bench.quality import _service_rankings
     from memories.models import Scope, Source
-    from memories.recall import keyword
     from memories.services import memory_create
 
     conversations = locomo.load(data, limit=SCALE_CONVERSATIONS)
@@ -246,10 +232,6 @@ def _scale_quality(data: str, user, embedder) -> dict:
             )
             # Both conversations number their turns alike (D1:3, ...): key by both.
             keys[memory.id] = memory.key
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE memories_memory")
-    keyword.clear_statistics()
     questions = [q for conversation in conversations for q in conversation.questions]
     evidence_keys = [
         frozenset(f"{conversation.sample_id}:{dia_id}" for dia_id in question.evidence)

@@ -174,7 +174,7 @@ def _rrf(*rankings_lists):
 
 
 SWEEP_VECTOR_SHARE = (0.3, 0.4, 0.5, 0.6, 0.7)
-SWEEP_FLOOR = (0.0, 0.1, 0.2)
+SWEEP_FLOOR = (0.15, 0.2, 0.25)
 SWEEP_CANDIDATES = (50, 100)
 
 
@@ -267,7 +267,7 @@ def run(*, data: str, quick: bool, sweep: str = "auto", sweep_only: bool = False
             for vector_share in SWEEP_VECTOR_SHARE:
                 for floor in SWEEP_FLOOR:
                     _reset_access()
-                    weights = replace(defaults, vector_share=vector_share, relevance_floor=floor)
+                    weights = replace(defaults, vector_share=vector_share, similarity_floor=floor)
                     with override_settings(RECALL_CANDIDATES=candidates):
                         rankings, seconds, short = _service_rankings(
                             conversations,
@@ -280,7 +280,7 @@ def run(*, data: str, quick: bool, sweep: str = "auto", sweep_only: bool = False
                     rows.append(
                         {
                             "vector_share": vector_share,
-                            "relevance_floor": floor,
+                            "similarity_floor": floor,
                             "candidates": candidates,
                             **summary,
                             "fewer_than_top_k": short,

@@ -148,7 +148,13 @@ def quality_section(name: str, data: dict) -> list[str]:
         "",
         f"Default Weights used: relevance {w['relevance']}, importance {w['importance']}, "
         f"recency {w['recency']}, frequency {w['frequency']}, vector_share {w['vector_share']}, "
-        f"relevance_floor {w['relevance_floor']}, half-life {w['half_life_days']} days.",
+        + (
+            f"similarity_floor {w['similarity_floor']}, near_best_floor {w['near_best_floor']} "
+            f"within {w['near_best_band']} of the best, keyword_floor {w['keyword_floor']}, "
+            if "similarity_floor" in w
+            else f"relevance_floor {w.get('relevance_floor')}, "
+        )
+        + f"half-life {w['half_life_days']} days.",
         "",
     ]
     return out
@@ -161,20 +167,20 @@ def sweep_section(sweeps: list) -> list[str]:
         best = result["sweep"]["best"]
         out += [
             f"{database} ({name}); cells recall@5 / recall@10; best: vector_share "
-            f"{best['vector_share']}, floor {best['relevance_floor']}, candidates "
+            f"{best['vector_share']}, similarity floor {best.get('similarity_floor')}, candidates "
             f"{best['candidates']} -> {_cell(best['overall'])}",
             "",
-            "| candidates | vector_share | floor 0.0 | floor 0.1 | floor 0.2 |",
+            "| candidates | vector_share | similarity floor 0.15 | 0.2 | 0.25 |",
             "|---|---|---|---|---|",
         ]
         cells: dict = {}
         for row in rows:
-            cells[(row["candidates"], row["vector_share"], row["relevance_floor"])] = row
+            cells[(row["candidates"], row["vector_share"], row.get("similarity_floor"))] = row
         for candidates in sorted({r["candidates"] for r in rows}):
             for share in sorted({r["vector_share"] for r in rows}):
                 line = [
                     _cell(cells.get((candidates, share, f), {}).get("overall"))
-                    for f in (0.0, 0.1, 0.2)
+                    for f in (0.15, 0.2, 0.25)
                 ]
                 out.append(f"| {candidates} | {share} | " + " | ".join(line) + " |")
         out.append("")
@@ -350,6 +356,93 @@ def scale_quality_lines(latency: dict) -> list[str]:
     return out
 
 
+def tune_section(found: list) -> list[str]:
+    """Every results file with a tune part (the newest per code version), as tables: all-in
+    recall of each setting tried per database and memory text, then the five folds."""
+    runs = [(name, data) for name, data in found if "tune" in data]
+    if not runs:
+        return []
+    out = [
+        "## Settings tried, and chosen with one conversation left out",
+        "",
+        "`python -m bench tune --data ...` (bench/tune.py): LOCOMO dev through memory_recall, "
+        "access counting on (reset before each setting), for the memory text with its session "
+        "date (`dated`: `[date] speaker: text`, as above) and without (`undated`: `speaker: "
+        "text`). Cells are recall@5 / recall@10. Five folds: for each conversation, the "
+        "setting with the best recall@10 on the other four is chosen and measured on it.",
+        "",
+    ]
+    for name, data in sorted(runs, key=lambda run: run[1]["meta"]["date"]):
+        meta = data["meta"]
+        out += [f"### {name}: code {meta['git']}, {meta['date']}", ""]
+        databases = list(data["tune"])
+        variants = list(next(iter(data["tune"].values()))["variants"])
+        columns = [(d, v) for d in databases for v in variants]
+        out += [
+            "| setting | " + " | ".join(f"{d} {v}" for d, v in columns) + " |",
+            "|---|" + "---|" * len(columns),
+        ]
+        names = list(data["tune"][databases[0]]["variants"][variants[0]]["configs"])
+        for config in names:
+            cells = [
+                _cell(data["tune"][d]["variants"][v]["configs"].get(config)) for d, v in columns
+            ]
+            out.append(f"| {config} | " + " | ".join(cells) + " |")
+        out += ["", "Multi-hop questions (recall@5 / recall@10):", ""]
+        out += [
+            "| setting | " + " | ".join(f"{d} {v}" for d, v in columns) + " |",
+            "|---|" + "---|" * len(columns),
+        ]
+        for config in names:
+            cells = []
+            for d, v in columns:
+                block = data["tune"][d]["variants"][v]["configs"].get(config, {})
+                pair = block.get("by_category", {}).get("multi-hop")
+                cells.append(f"{pair[0]:.3f} / {pair[1]:.3f}" if pair else "–")
+            out.append(f"| {config} | " + " | ".join(cells) + " |")
+        out += [
+            "",
+            "Five folds (the setting chosen on four conversations, measured on the fifth):",
+            "",
+        ]
+        for d, v in columns:
+            folds = data["tune"][d]["variants"][v]["five_fold"]
+            default = data["tune"][d]["variants"][v]["configs"].get("default")
+            out += [
+                f"{d}, {v}: pooled over the left-out conversations "
+                f"{_cell(folds['pooled'])}; all-in with the default settings {_cell(default)}",
+                "",
+                "| left out | questions | chosen | recall@5 / recall@10 on it |",
+                "|---|---|---|---|",
+            ]
+            for fold in folds["folds"]:
+                out.append(
+                    f"| {fold['left_out']} | {fold['questions']} | {fold['chosen']} "
+                    f"| {_cell(fold)} |"
+                )
+            out.append("")
+    return out
+
+
+def vague_section(found: list) -> list[str]:
+    from bench import vague
+
+    newest = _newest(found, "vague")
+    if not newest:
+        return []
+    name, data = newest
+    return [
+        "## Vague, broad and paraphrased questions",
+        "",
+        f"`python -m bench vague` ({name}, code {data['meta']['git']}, {data['meta']['date']}): "
+        "tests/data/vague_questions.json, one user per profile, each question searched with "
+        "top_k 10 per setting of the relevance floors; how many memories labelled relevant "
+        "were cut and how many labelled unrelated got in.",
+        "",
+        vague.table(data),
+    ]
+
+
 def markdown(found: list) -> str:
     out = [
         "# Benchmarks",
@@ -368,10 +461,29 @@ def markdown(found: list) -> str:
     sweeps = _sweeps(found)
     if sweeps:
         out += sweep_section(sweeps)
+    out += tune_section(found)
+    out += vague_section(found)
     latency = _newest(found, "latency")
     if latency:
         out += latency_section(*latency)
+    served = _newest(found, "served")
+    if served:
+        out += served_section(*served)
     return "\n".join(out).rstrip() + "\n"
+
+
+def served_section(name: str, data: dict) -> list[str]:
+    """`python -m bench served`: the service under gunicorn, timed over HTTP."""
+    from bench.served import markdown as served_tables
+
+    return [
+        "## Served over HTTP (gunicorn)",
+        "",
+        *_meta_lines(name, data),
+        "",
+        served_tables(data),
+        "",
+    ]
 
 
 def summary(results: dict) -> str:

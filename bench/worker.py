@@ -9,7 +9,7 @@ import time
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench worker")
-    parser.add_argument("task", choices=["quality", "latency", "sweep"])
+    parser.add_argument("task", choices=["quality", "latency", "sweep", "vague", "tune"])
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--data")
@@ -18,6 +18,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--breakdown-queries", type=int, default=50)
+    parser.add_argument("--grid", help="vague: JSON list of Weights overrides")
+    parser.add_argument("--configs", help="tune: JSON file of the settings to try")
     args = parser.parse_args(argv)
 
     from bench import dj
@@ -34,6 +36,18 @@ def main(argv: list[str]) -> None:
             sweep="always" if args.task == "sweep" else args.sweep,
             sweep_only=args.task == "sweep",
         )
+    elif args.task == "tune":
+        from bench import tune
+
+        configs = None
+        if args.configs:
+            with open(args.configs) as f:
+                configs = json.load(f)
+        result = tune.run(data=args.data, configs=configs, quick=args.quick)
+    elif args.task == "vague":
+        from bench import vague
+
+        result = vague.run(grid=None if args.grid is None else json.loads(args.grid))
     else:
         from bench import latency
 

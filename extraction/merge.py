@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memories.models import Memory
-from memories.recall.keyword import STOP_WORDS
+from memories.recall.words import STOP_WORDS
 
 
 @dataclass(frozen=True)

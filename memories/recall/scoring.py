@@ -8,8 +8,16 @@ relevance  = share·cosine similarity + (1 − share)·keyword score (BM25 / bes
 recency    = 2^(−days / half-life) since the later of last update and last access
 frequency  = min(1, ln(1 + access_count) / ln(101))
 
-Candidates whose relevance is below the floor are dropped whatever their other signals, so
-importance, recency and popularity re-order relevant memories but never bring in others.
+A candidate is relevant when any of these holds, each on its own scale:
+- its similarity reaches the similarity floor;
+- its similarity reaches the lower near-best floor and is within the near-best band of the
+  query's best similarity: a vague question ("tell me about my family") is far from every
+  memory, and the memories nearest to it are the ones it is about;
+- its keyword evidence (the share of the query's word weight it matched, bm25.py) reaches
+  the keyword floor: a memory sharing a rare word with the question counts when its
+  vector is far.
+Others are dropped whatever their other signals, so importance, recency and popularity
+re-order relevant memories but never bring in others.
 The parts returned are the weighted terms, so they add up to the score.
 """
 
@@ -28,7 +36,10 @@ class Weights:
     frequency: float
     vector_share: float
     half_life_days: float
-    relevance_floor: float
+    similarity_floor: float
+    near_best_floor: float
+    near_best_band: float
+    keyword_floor: float
     scope_bonus: dict
 
     @classmethod
@@ -40,7 +51,10 @@ class Weights:
             frequency=settings.RECALL_WEIGHT_FREQUENCY,
             vector_share=settings.RECALL_VECTOR_SHARE,
             half_life_days=settings.RECALL_RECENCY_HALF_LIFE_DAYS,
-            relevance_floor=settings.RECALL_RELEVANCE_FLOOR,
+            similarity_floor=settings.RECALL_SIMILARITY_FLOOR,
+            near_best_floor=settings.RECALL_NEAR_BEST_FLOOR,
+            near_best_band=settings.RECALL_NEAR_BEST_BAND,
+            keyword_floor=settings.RECALL_KEYWORD_FLOOR,
             scope_bonus=dict(settings.RECALL_SCOPE_BONUS),
         )
 
@@ -74,6 +88,26 @@ def relevance(
     return vector_share * similarity + (1.0 - vector_share) * keyword
 
 
+def is_relevant(
+    *,
+    similarity: float | None,
+    best_similarity: float | None,
+    keyword_evidence: float,
+    weights: Weights,
+) -> bool:
+    """See the module docstring; similarity None means no embedder (keyword evidence only)."""
+    if similarity is not None:
+        if similarity >= weights.similarity_floor:
+            return True
+        if (
+            similarity >= weights.near_best_floor
+            and best_similarity is not None
+            and similarity >= best_similarity - weights.near_best_band
+        ):
+            return True
+    return keyword_evidence > 0 and keyword_evidence >= weights.keyword_floor
+
+
 def recency(
     *, updated_at: datetime, last_accessed_at: datetime | None, now: datetime, half_life_days
 ) -> float:
@@ -96,10 +130,7 @@ def score(
     scope: str,
     now: datetime,
     weights: Weights,
-) -> Score | None:
-    """The memory's score, or None when it is below the relevance floor."""
-    if relevance_value < weights.relevance_floor:
-        return None
+) -> Score:
     weighted_relevance = weights.relevance * relevance_value
     weighted_importance = weights.importance * importance
     weighted_recency = weights.recency * recency(

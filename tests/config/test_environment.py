@@ -34,7 +34,7 @@ def manage(*arguments: str, **variables: str) -> subprocess.CompletedProcess:
     [
         ("RECALL_WEIGHT_RELEVANCE", "abc", "RECALL_WEIGHT_RELEVANCE='abc': expected a number"),
         ("RECALL_WEIGHT_RELEVANCE", "1.5x", "RECALL_WEIGHT_RELEVANCE='1.5x': expected a number"),
-        ("RECALL_RELEVANCE_FLOOR", "nan", "RECALL_RELEVANCE_FLOOR='nan': expected a number"),
+        ("RECALL_SIMILARITY_FLOOR", "nan", "RECALL_SIMILARITY_FLOOR='nan': expected a number"),
         (
             "DEBUG",
             "maybe",

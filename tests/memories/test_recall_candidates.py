@@ -1,5 +1,5 @@
-"""The candidate step of recall: the keyword row budget, the one-statement path of PostgreSQL
-against the step-by-step path, the exact fallback of the HNSW search, and the access UPDATE
+"""The candidate step of recall: the one-statement path of PostgreSQL against the
+step-by-step path, the exact fallback of the HNSW search, and the access UPDATE
 that hands back the stored rows."""
 
 import pytest
@@ -10,58 +10,10 @@ from memories import services
 from memories.embedders import embed_one
 from memories.models import Memory, Scope, Status
 from memories.recall import candidates, keyword
-from memories.recall.keyword import lexemes_within_budget
 from memories.recall.scopes import RecallScope, recall_scopes, scopes_sql
 from memories.recall.vector_store import get_vector_store, partition_of
 from tests.conftest import make_user
 from tests.memories.helpers import bulk_memories, make_memory
-
-SHARES = {"coffe": 0.5, "roast": 0.05, "espresso": 0.001}
-
-
-def test_all_words_are_kept_when_the_caller_has_no_more_memories_than_the_budget():
-    kept = lexemes_within_budget(
-        ["coffe", "roast"], shares=SHARES, unlisted_share=0.0001, rows=900, budget=1000
-    )
-
-    assert kept == ["coffe", "roast"]
-
-
-def test_the_rarest_words_are_kept_while_their_matches_fit_the_budget():
-    kept = lexemes_within_budget(
-        ["coffe", "roast", "espresso"],
-        shares=SHARES,
-        unlisted_share=0.0001,
-        rows=10_000,
-        budget=1000,
-    )
-
-    # espresso ~10 rows, roast ~500 rows: 510 fit; coffee's ~5000 would not.
-    assert kept == ["roast", "espresso"]
-
-
-def test_a_word_missing_from_the_statistics_counts_as_the_rarest_listed_share():
-    kept = lexemes_within_budget(
-        ["coffe", "zanzibar"], shares=SHARES, unlisted_share=0.001, rows=100_000, budget=1000
-    )
-
-    assert kept == ["zanzibar"]
-
-
-def test_no_word_is_kept_when_even_the_rarest_is_too_common():
-    kept = lexemes_within_budget(
-        ["coffe"], shares=SHARES, unlisted_share=0.0001, rows=100_000, budget=1000
-    )
-
-    assert kept == []
-
-
-def test_without_statistics_every_word_is_kept():
-    kept = lexemes_within_budget(
-        ["coffe", "roast"], shares={}, unlisted_share=0.0, rows=100_000, budget=1000
-    )
-
-    assert kept == ["coffe", "roast"]
 
 
 def test_the_sql_of_the_scopes_selects_what_their_orm_condition_selects(owner, world):
@@ -108,25 +60,30 @@ def test_one_statement_finds_the_same_candidates_as_step_by_step(postgresql, own
         user=owner, topic=world["topic"], project=world["project"], persona=world["persona"]
     )
     query = "which coffee roast in the morning"
-    arguments = {"query": query, "vector": embed_one(query), "scopes": scopes, "status": "active"}
+    vector = embed_one(query)
 
     # Keyword hits and neighbours; neighbours alone (no word but stop words).
-    cases = [(k, arguments) for k in (2, 50)] + [(50, {**arguments, "query": "what is it"})]
-    for k, case in cases:
-        fused = candidates._in_one_statement(k=k, **case)
-        stepwise = candidates._step_by_step(k=k, **case)
+    for k, text in [(2, query), (50, query), (50, "what is it")]:
+        hits = keyword.get_keyword_index().search(text=text, scopes=scopes, k=k)
+        arguments = {
+            "vector": vector,
+            "scopes": scopes,
+            "k": k,
+            "keyword": {h.memory_id: h for h in hits},
+        }
+        fused_rows, fused_similarities = candidates._in_one_statement(**arguments)
+        rows, similarities = candidates._step_by_step(**arguments)
 
-        by_id = {c.memory_id: c for c in stepwise}
-        assert {c.memory_id for c in fused} == set(by_id)
-        for candidate in fused:
-            twin = by_id[candidate.memory_id]
-            assert candidate.similarity == pytest.approx(twin.similarity, abs=1e-5)
-            assert candidate.keyword == pytest.approx(twin.keyword, abs=1e-5)
-            assert (candidate.scope, candidate.access_count) == (twin.scope, twin.access_count)
+        stepwise = {row[0]: (list(row), s) for row, s in zip(rows, similarities, strict=True)}
+        assert {row[0] for row in fused_rows} == set(stepwise)
+        for row, similarity in zip(fused_rows, fused_similarities, strict=True):
+            twin_row, twin_similarity = stepwise[row[0]]
+            assert similarity == pytest.approx(twin_similarity, abs=1e-5)
+            assert row[:4] == twin_row[:4] and row[6] == twin_row[6]
+            assert abs((row[4] - twin_row[4]).total_seconds()) < 1e-3
+    found = candidates.find_candidates(query=query, vector=vector, scopes=scopes, k=50)
     keys = set(
-        Memory.objects.filter(
-            id__in=[c.memory_id for c in candidates._in_one_statement(k=50, **arguments)]
-        ).values_list("key", flat=True)
+        Memory.objects.filter(id__in=[c.memory_id for c in found]).values_list("key", flat=True)
     )
     assert keys == {"user", "project", "session", "persona", "persona_user", "drink", "sport"}
 
@@ -136,34 +93,18 @@ def test_a_word_most_memories_hold_does_not_make_the_keyword_half_rank_them_all(
         make_memory(owner, key=f"note {i}", value=f"Coffee tasting note number {i}")
     with_both = make_memory(owner, key="order", value="A double espresso, coffee at nine")
     rare_only = make_memory(owner, key="machine", value="Bought an espresso machine")
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE memories_memory")
-    keyword.clear_statistics()
     scopes = [RecallScope(Scope.USER, user_id=owner.id)]
     index = keyword.get_keyword_index()
 
     with override_settings(RECALL_KEYWORD_ROW_BUDGET=10):
-        bounded = index.search(text="coffee espresso", scopes=scopes, k=50, status="active")
+        bounded = index.search(text="coffee espresso", scopes=scopes, k=50)
     with override_settings(RECALL_KEYWORD_ROW_BUDGET=1000):
-        unbounded = index.search(text="coffee espresso", scopes=scopes, k=50, status="active")
+        unbounded = index.search(text="coffee espresso", scopes=scopes, k=50)
 
-    # Found by the rare word alone.
-    assert {memory_id for memory_id, _ in bounded} == {with_both.id, rare_only.id}
-    if connection.vendor == "postgresql":
-        # ts_rank has no IDF: what was found is ranked by every word of the query.
-        assert [memory_id for memory_id, _ in bounded] == [with_both.id, rare_only.id]
+    # Found by the rare word alone, and scored by both words as when every word is looked up.
+    assert {hit.memory_id for hit in bounded} == {with_both.id, rare_only.id}
     assert len(unbounded) == 50
-
-
-def test_quotes_and_backslashes_in_lexemes_cannot_break_the_tsquery(postgresql):
-    query = keyword._tsquery(["it's", "back\\slash", "a | b"])
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT %s::tsquery::text", [query])
-        text = cursor.fetchone()[0]
-
-    assert text == "'it''s' | 'back\\\\slash' | 'a | b'"
+    assert unbounded[:2] == bounded
 
 
 def test_nearest_is_exact_when_the_index_comes_back_short(postgresql, owner, other):
@@ -234,29 +175,6 @@ def test_new_memories_go_straight_into_the_keyword_index_not_a_pending_list(post
         options = cursor.fetchone()[0]
     assert pending_pages == 0
     assert options == ["fastupdate=off"]
-
-
-def test_word_frequencies_come_from_a_sample_of_up_to_300000_memories(postgresql, owner):
-    # At the default target ANALYZE reads 30,000 rows, which tests cannot tell from all of
-    # theirs; what they can check is the setting, and that the frequencies recall's budget
-    # reads come from it.
-    make_memory(owner, key="pet", value="I have a golden retriever named Max")
-    Memory.objects.bulk_create(
-        Memory(user=owner, key=f"walk {i}", value="golden hour walks") for i in range(20)
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT attstattarget FROM pg_attribute "
-            "WHERE attrelid = 'memories_memory'::regclass AND attname = 'search_vector'"
-        )
-        target = cursor.fetchone()[0]
-        cursor.execute("ANALYZE memories_memory")
-    keyword.clear_statistics()
-    shares, _ = keyword._lexeme_shares()
-
-    assert target == 1000
-    assert shares["golden"] == pytest.approx(21 / 21)
-    assert shares["retriev"] == pytest.approx(1 / 21)
 
 
 @pytest.mark.django_db(transaction=True)

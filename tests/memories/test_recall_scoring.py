@@ -14,7 +14,10 @@ WEIGHTS = scoring.Weights(
     frequency=0.10,
     vector_share=0.6,
     half_life_days=30.0,
-    relevance_floor=0.2,
+    similarity_floor=0.2,
+    near_best_floor=0.08,
+    near_best_band=0.1,
+    keyword_floor=0.3,
     scope_bonus={"session": 0.10, "project": 0.08, "persona_user": 0.06, "persona": 0.03},
 )
 NOW = timezone.now()
@@ -43,9 +46,28 @@ def test_the_parts_add_up_to_the_score():
     assert result.scope_bonus == 0.08
 
 
-def test_a_candidate_below_the_relevance_floor_gets_no_score_however_important():
-    assert score(relevance_value=0.19, importance=1.0, access_count=10**6) is None
-    assert score(relevance_value=0.2) is not None
+def relevant(similarity, evidence, best=None):
+    return scoring.is_relevant(
+        similarity=similarity, best_similarity=best, keyword_evidence=evidence, weights=WEIGHTS
+    )
+
+
+def test_a_candidate_is_relevant_by_similarity_or_by_keyword_evidence_each_on_its_own_floor():
+    assert relevant(0.2, 0.0, best=0.9)
+    assert relevant(0.05, 0.3, best=0.9)
+    assert not relevant(0.19, 0.29, best=0.9)
+    # Without an embedder only keyword evidence counts, and no match is never relevant.
+    assert relevant(None, 0.3)
+    assert not relevant(None, 0.0)
+    assert not relevant(None, 0.29)
+
+
+def test_a_weak_similarity_counts_when_it_is_near_the_best_one_of_a_vague_question():
+    # "tell me about my family": the daughter is the nearest memory, far as it is.
+    assert relevant(0.15, 0.0, best=0.15)
+    assert relevant(0.1, 0.0, best=0.19)
+    assert not relevant(0.1, 0.0, best=0.21)  # more than the band below the best
+    assert not relevant(0.07, 0.0, best=0.07)  # below the near-best floor
 
 
 def test_recency_halves_every_half_life_from_the_later_of_update_and_access():

@@ -249,3 +249,15 @@ def test_a_malformed_allowed_network_stops_start_up():
         in result.stderr
     ), result.stderr
 
+
+def test_a_search_times_each_stage_of_its_recall(api, owner, scrape):
+    make_memory(owner, key="pet", value="I have a golden retriever named Max")
+    name = "memory_recall_stage_duration_seconds_count"
+    before = scrape()
+
+    response = api.get("/api/memories/search", {"q": "what dog do I have"})
+
+    assert response.status_code == 200 and response.json()["data"]
+    after = scrape()
+    for stage in RECALL_STAGES:
+        assert after(name, stage=stage) - before(name, stage=stage) == 1, stage

@@ -1,0 +1,87 @@
+"""BM25 over the memories one caller may read, and nothing else.
+
+Every statistic here (how many memories, their mean length, how many hold each word) comes
+from the caller's own partitions, so a user's scores cannot move when another user writes:
+shared statistics would let anyone learn which words other users' memories contain.
+
+    idf(t)      = ln(1 + (N − n(t) + 0.5) / (n(t) + 0.5))          (never negative)
+    score(d)    = Σ idf(t) · f(t,d)·(k1 + 1) / (f(t,d) + k1·(1 − b + b·|d| / avg|d|))
+    evidence(d) = Σ idf(t) over the query terms d holds / Σ idf(t) over all query terms
+
+`evidence` is on its own scale, 0..1 whatever the collection: the share of the query's word
+weight a memory matched. It decides whether keyword matches alone make a memory relevant.
+"""
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+K1 = 1.2
+B = 0.75
+
+
+@dataclass(frozen=True)
+class Collection:
+    memories: int  # N
+    words: int  # indexed words of all N memories
+    term_memories: Mapping[str, int]  # n(t) for the query's terms (absent: 0)
+
+    @property
+    def mean_length(self) -> float:
+        return self.words / self.memories if self.memories else 0.0
+
+    def idf(self, term: str) -> float:
+        n = self.term_memories.get(term, 0)
+        return math.log(1.0 + (self.memories - n + 0.5) / (n + 0.5))
+
+
+@dataclass(frozen=True)
+class KeywordHit:
+    memory_id: Hashable
+    score: float  # BM25, > 0
+    evidence: float  # 0..1, see the module docstring
+
+
+def terms_within_budget(terms: Sequence[str], collection: Collection, budget: int) -> list[str]:
+    """The query terms whose memories are looked up: the rarest ones whose memory counts add
+    up to at most `budget` (each looked-up memory costs time). The others are common enough
+    that they say little about which memory is meant; found memories still score by them."""
+    if collection.memories <= budget:
+        return [t for t in terms if collection.term_memories.get(t, 0)]
+    kept, total = set(), 0
+    for term in sorted(terms, key=lambda t: (collection.term_memories.get(t, 0), t)):
+        n = collection.term_memories.get(term, 0)
+        if not n:
+            continue
+        if total + n > budget:
+            break
+        kept.add(term)
+        total += n
+    return [t for t in terms if t in kept]
+
+
+def rank(
+    *,
+    terms: Sequence[str],
+    postings: Mapping[Hashable, Mapping[str, tuple[int, int]]],
+    collection: Collection,
+    k: int,
+) -> list[KeywordHit]:
+    """The k best of the found memories, best first (ties by id). `postings` maps each
+    found memory to {term: (occurrences, memory length)} for the query terms it holds."""
+    idf = {term: collection.idf(term) for term in terms}
+    total_idf = sum(idf.values())
+    mean_length = collection.mean_length or 1.0
+    hits = []
+    for memory_id, held in postings.items():
+        score = matched_idf = 0.0
+        for term, (occurrences, length) in held.items():
+            if term not in idf:
+                continue
+            norm = K1 * (1.0 - B + B * length / mean_length)
+            score += idf[term] * occurrences * (K1 + 1.0) / (occurrences + norm)
+            matched_idf += idf[term]
+        if score > 0:
+            hits.append(KeywordHit(memory_id, score, matched_idf / total_idf))
+    hits.sort(key=lambda hit: (-hit.score, str(hit.memory_id)))
+    return hits[:k]

@@ -1,0 +1,54 @@
+"""The words keyword search indexes and looks up: lower-cased, accents folded, split on
+anything that is not a letter or digit, stop words dropped, Snowball (Porter 2) stemmed. The
+same function serves memories and queries on both databases, so a word matches the same
+way everywhere."""
+
+import re
+import threading
+import unicodedata
+from collections import Counter
+
+import Stemmer
+
+MAX_QUERY_TERMS = 32
+MAX_TERM_LENGTH = 64
+# Words too common to say anything about a memory, and what contractions leave ("who's",
+# "don't", "I'll").
+STOP_WORDS = frozenset(
+    "a an and are as at be been but by can could did do does for from had has have he her "
+    "hers him his how i if in into is it its me my of on or our she so than that the their "
+    "them then there these they this to too was we were what when where which who whom why "
+    "will with would you your yours s t d ll re ve m".split()
+)
+_WORD = re.compile(r"[^\W_]+")
+# PyStemmer's stemmers keep state between calls: one per thread.
+_local = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = Stemmer.Stemmer("english")
+    return stemmer
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _words(text: str) -> list[str]:
+    words = [
+        w for w in _WORD.findall(_fold(text)) if w not in STOP_WORDS and len(w) <= MAX_TERM_LENGTH
+    ]
+    return [term[:MAX_TERM_LENGTH] for term in _stemmer().stemWords(words)]
+
+
+def index_terms(text: str) -> Counter[str]:
+    """A memory's terms and how often each occurs."""
+    return Counter(_words(text))
+
+
+def query_terms(text: str) -> list[str]:
+    """A query's distinct terms, in order, at most MAX_QUERY_TERMS."""
+    return list(dict.fromkeys(_words(text)))[:MAX_QUERY_TERMS]
