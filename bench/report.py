@@ -356,6 +356,38 @@ def scale_quality_lines(latency: dict) -> list[str]:
     return out
 
 
+def latency_history_section(found: list) -> list[str]:
+    """Every full latency result, oldest first: the same benchmark on successive commits, so a
+    change's cost shows next to the run before it."""
+    runs = sorted(
+        ((name, data) for name, data in found if "latency" in data),
+        key=lambda run: run[1]["meta"]["date"],
+    )
+    if len(runs) < 2:
+        return []
+    out = [
+        "## Search latency across commits",
+        "",
+        "The latency part (in process, 200 queries unless said) of each results file, oldest "
+        "first; p50 / p95 ms. Runs minutes apart on the same machine; the keyword search "
+        "alone is the `keyword_search` probe.",
+        "",
+        "| results | code | database | memories | bare KNN | recall, vector given "
+        "| keyword search alone | GET /api/memories/search |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, data in runs:
+        for database, result in data["latency"].items():
+            for size in result["sizes"]:
+                keyword = size.get("probes", {}).get("keyword_search")
+                out.append(
+                    f"| {name} | {data['meta']['git']} | {database} | {size['memories']:,} "
+                    f"| {_pct(size['modes']['knn'])} | {_pct(size['modes']['recall'])} "
+                    f"| {_pct(keyword) if keyword else '–'} | {_pct(size['modes']['http'])} |"
+                )
+    return out + [""]
+
+
 def tune_section(found: list) -> list[str]:
     """Every results file with a tune part (the newest per code version), as tables: all-in
     recall of each setting tried per database and memory text, then the five folds."""
@@ -466,6 +498,7 @@ def markdown(found: list) -> str:
     latency = _newest(found, "latency")
     if latency:
         out += latency_section(*latency)
+    out += latency_history_section(found)
     served = _newest(found, "served")
     if served:
         out += served_section(*served)

@@ -123,7 +123,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Our backend loads sqlite-vec on every connection. WAL lets readers run beside the one
     # writer; IMMEDIATE transactions plus the busy timeout make a second writer wait for the
     # lock instead of failing with "database is locked" halfway through a transaction.
-    DATABASES["default"]["ENGINE"] = "memories.recall.sqlite_backend"
+    DATABASES["default"]["ENGINE"] = "memories.sqlite_backend"
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {
             "timeout": env.int("SQLITE_BUSY_TIMEOUT_SECONDS", default=20),

@@ -14,7 +14,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # every test: always this process's memory, never a Redis that CACHE_URL might name.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-if DATABASES["default"]["ENGINE"] == "memories.recall.sqlite_backend":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "memories.sqlite_backend":  # noqa: F405
     # One file per test process, so two runs (or a run and a dev server) never share it.
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": str(BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3")  # noqa: F405

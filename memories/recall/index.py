@@ -17,6 +17,16 @@ def index_memory(memory: Memory, *, vector: Sequence[float] | None) -> None:
         get_vector_store().save(memory=memory, vector=vector, model=get_embedder().model_name)
 
 
+def index_new_memories(memories: Sequence[Memory], *, vectors: Sequence | None) -> None:
+    """index_memory for many memories just inserted, in a few statements; `vectors` is
+    None (no embedder) or one vector per memory."""
+    get_keyword_index().save_new(memories=memories)
+    if vectors is not None:
+        get_vector_store().save_many(
+            items=list(zip(memories, vectors, strict=True)), model=get_embedder().model_name
+        )
+
+
 def unindex_memories(memory_ids: Iterable[UUID]) -> None:
     memory_ids = list(memory_ids)
     get_keyword_index().delete(memory_ids=memory_ids)

@@ -6,7 +6,6 @@ user's scores depend on another user's memories. The list endpoint's `query` fil
 word must match, as a prefix) uses the database's own full-text search: SQLite FTS5, or a
 generated tsvector column with a GIN index on PostgreSQL."""
 
-import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from uuid import UUID
@@ -29,6 +28,7 @@ from memories.recall.scopes import RecallScope
 from memories.recall.words import query_terms
 
 FTS_TABLE = "fts_memories"
+FTS_ROWS = "fts_memory_rows"
 MAX_FILTER_WORDS = 32
 
 
@@ -41,6 +41,16 @@ class KeywordIndex:
         postings_remove([memory.id])
         if memory.status == Status.ACTIVE and memory.deleted_at is None:
             postings_add([(memory, partition)])
+
+    def save_new(self, *, memories: Sequence[Memory]) -> None:
+        """save() for memories just inserted (none of them is indexed yet)."""
+        from memories.recall.vector_store import partition_of
+
+        postings_add(
+            (memory, partition_of(memory))
+            for memory in memories
+            if memory.status == Status.ACTIVE and memory.deleted_at is None
+        )
 
     def delete(self, *, memory_ids: Iterable[UUID]) -> None:
         postings_remove(memory_ids)
@@ -62,13 +72,24 @@ class KeywordIndex:
         if not looked_up:
             return []
         found = postings_of(partition_ids=partition_ids, terms=looked_up)
-        # Found memories also score by the common words that were not looked up.
+        # Found memories also score by the common words that were not looked up. Only those
+        # that could still reach the k best with every common word at its most need them.
         common = [t for t in terms if t not in looked_up and collection.term_memories.get(t)]
+        if common and len(found) > k:
+            partial = bm25.scores(terms=terms, postings=found, collection=collection)
+            kth_best = sorted((score for score, _ in partial.values()), reverse=True)[k - 1]
+            threshold = kth_best - bm25.most_a_memory_gains(common, collection)
+            found = {
+                memory_id: held
+                for memory_id, held in found.items()
+                if partial.get(memory_id, (0.0,))[0] >= threshold
+            }
         if common and found:
             more = postings_of(partition_ids=partition_ids, terms=common, memory_ids=list(found))
             for memory_id, held in more.items():
                 found[memory_id].update(held)
-        return bm25.rank(terms=terms, postings=found, collection=collection, k=k)
+        hits = bm25.rank(terms=terms, postings=found, collection=collection, k=k)
+        return [KeywordHit(UUID(str(hit.memory_id)), hit.score, hit.evidence) for hit in hits]
 
     def filter_all_words(self, queryset: QuerySet[Memory], text: str) -> QuerySet[Memory]:
         raise NotImplementedError
@@ -77,43 +98,46 @@ class KeywordIndex:
         """Drop what deleted rows left in the full-text index itself (erasure)."""
 
 
-def _partition_token(partition: str) -> str:
-    # FTS5 tokenises on punctuation, so partitions are indexed as one opaque word.
-    return "p" + hashlib.sha1(partition.encode()).hexdigest()[:24]
-
-
 def _filter_words(text: str) -> list[str]:
     return re.findall(r"\w+", text.lower())[:MAX_FILTER_WORDS]
 
 
 class SqliteFtsIndex(KeywordIndex):
-    """FTS5 holds every memory's text, whatever its status, for the list filter."""
+    """FTS5 holds every memory's text, whatever its status, for the list filter. FTS5 finds a
+    row fast only by its rowid, so FTS_ROWS maps each memory to its row: a write replaces the
+    row by rowid instead of scanning the table for an UNINDEXED memory_id."""
 
     def save(self, *, memory, partition):
         super().save(memory=memory, partition=partition)
         with connection.cursor() as cursor:
-            cursor.execute(f"DELETE FROM {FTS_TABLE} WHERE memory_id = %s", [memory.id.hex])
+            _delete_fts_rows(cursor, [memory.id.hex])
             cursor.execute(
-                f"INSERT INTO {FTS_TABLE}(part, text, memory_id, status) VALUES (%s, %s, %s, %s)",
-                [_partition_token(partition), memory.embedding_text, memory.id.hex, memory.status],
+                f"INSERT INTO {FTS_TABLE}(text, memory_id) VALUES (%s, %s)",
+                [memory.embedding_text, memory.id.hex],
             )
+            cursor.execute(
+                f"INSERT INTO {FTS_ROWS}(memory_id, fts_rowid) VALUES (%s, %s)",
+                [memory.id.hex, cursor.lastrowid],
+            )
+
+    def save_new(self, *, memories):
+        super().save_new(memories=memories)
+        with connection.cursor() as cursor:
+            for memory in memories:
+                cursor.execute(
+                    f"INSERT INTO {FTS_TABLE}(text, memory_id) VALUES (%s, %s)",
+                    [memory.embedding_text, memory.id.hex],
+                )
+                cursor.execute(
+                    f"INSERT INTO {FTS_ROWS}(memory_id, fts_rowid) VALUES (%s, %s)",
+                    [memory.id.hex, cursor.lastrowid],
+                )
 
     def delete(self, *, memory_ids):
         memory_ids = list(memory_ids)
         super().delete(memory_ids=memory_ids)
         with connection.cursor() as cursor:
-            cursor.executemany(
-                f"DELETE FROM {FTS_TABLE} WHERE memory_id = %s", [[i.hex] for i in memory_ids]
-            )
-
-    def set_status(self, *, memory_ids, status):
-        memory_ids = list(memory_ids)
-        super().set_status(memory_ids=memory_ids, status=status)
-        with connection.cursor() as cursor:
-            cursor.executemany(
-                f"UPDATE {FTS_TABLE} SET status = %s WHERE memory_id = %s",
-                [[status, i.hex] for i in memory_ids],
-            )
+            _delete_fts_rows(cursor, [memory_id.hex for memory_id in memory_ids])
 
     def purge_deleted(self) -> None:
         # A deleted FTS5 row only gets a delete marker; its words stay in the index segments
@@ -131,6 +155,19 @@ class SqliteFtsIndex(KeywordIndex):
         return queryset.filter(
             id__in=RawSQL(f"SELECT memory_id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [match])
         )
+
+
+def _delete_fts_rows(cursor, memory_ids: Sequence[str]) -> None:
+    for start in range(0, len(memory_ids), 500):
+        chunk = list(memory_ids[start : start + 500])
+        placeholders = ", ".join(["%s"] * len(chunk))
+        cursor.execute(
+            f"SELECT fts_rowid FROM {FTS_ROWS} WHERE memory_id IN ({placeholders})", chunk
+        )
+        rowids = [[row[0]] for row in cursor.fetchall()]
+        if rowids:
+            cursor.executemany(f"DELETE FROM {FTS_TABLE} WHERE rowid = %s", rowids)
+            cursor.execute(f"DELETE FROM {FTS_ROWS} WHERE memory_id IN ({placeholders})", chunk)
 
 
 class PostgresFullTextIndex(KeywordIndex):

@@ -154,24 +154,30 @@ def collection_of(partitions: Sequence[str], terms: Sequence[str]) -> tuple[list
 
 
 def postings_of(
-    *, partition_ids: Sequence[int], terms: Sequence[str], memory_ids: Sequence[UUID] = ()
-) -> dict[UUID, dict[str, tuple[int, int]]]:
+    *, partition_ids: Sequence[int], terms: Sequence[str], memory_ids: Sequence = ()
+) -> dict:
     """{memory id: {term: (occurrences, length)}} for these terms: every memory of these
-    partitions that holds one, or only the given memories when `memory_ids` is given."""
-    found: dict[UUID, dict[str, tuple[int, int]]] = defaultdict(dict)
+    partitions that holds one, or only the given memories when `memory_ids` is given. Ids
+    are as the database returns them (and are taken back as such): a search reads hundreds
+    and turns only its k best into UUIDs."""
+    found: dict = defaultdict(dict)
     if not partition_ids or not terms:
         return found
     with connection.cursor() as cursor:
         if memory_ids:
-            ids = [_id(memory_id) for memory_id in memory_ids]
+            # SQLite's statistics give every (partition, term) the same number of postings,
+            # so for a long list of memories it would scan a common term's postings instead
+            # of looking each memory up (10 times slower at 100,000 memories).
+            hint = " INDEXED BY keyword_posting_memory" if connection.vendor == "sqlite" else ""
+            ids = list(memory_ids)
             for chunk in _chunks(ids, CHUNK - len(terms)):
                 cursor.execute(
-                    f"SELECT memory_id, term, occurrences, length FROM {POSTINGS} "
+                    f"SELECT memory_id, term, occurrences, length FROM {POSTINGS}{hint} "
                     f"WHERE memory_id IN {_in(chunk)} AND term IN {_in(terms)}",
                     [*chunk, *terms],
                 )
                 for memory_id, term, occurrences, length in cursor.fetchall():
-                    found[UUID(str(memory_id))][term] = (occurrences, length)
+                    found[memory_id][term] = (occurrences, length)
         else:
             cursor.execute(
                 f"SELECT memory_id, term, occurrences, length FROM {POSTINGS} "
@@ -179,5 +185,5 @@ def postings_of(
                 [*partition_ids, *terms],
             )
             for memory_id, term, occurrences, length in cursor.fetchall():
-                found[UUID(str(memory_id))][term] = (occurrences, length)
+                found[memory_id][term] = (occurrences, length)
     return found

@@ -37,7 +37,7 @@ TIMEOUT_SECONDS = 60
 def database_url() -> str:
     """A DATABASE_URL naming the test database this process uses."""
     db = connection.settings_dict
-    if db["ENGINE"] == "memories.recall.sqlite_backend":
+    if db["ENGINE"] == "memories.sqlite_backend":
         return "sqlite:///" + str(db["NAME"])
     assert db["ENGINE"] == "django.db.backends.postgresql", db["ENGINE"]
     credentials = f"{quote(db['USER'] or '', safe='')}:{quote(db['PASSWORD'] or '', safe='')}"

@@ -2,12 +2,13 @@
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, transaction
+from django.db import transaction
 from tqdm import tqdm
 
 from memories.embedders import get_embedder
 from memories.models import Memory, MemoryEmbedding
 from memories.recall.index import index_memory
+from memories.recall.vector_store import get_vector_store
 
 
 class Command(BaseCommand):
@@ -64,23 +65,4 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Re-embedded {total} memories."))
 
     def _prepare_store(self, dimensions: int) -> None:
-        if connection.vendor == "postgresql":
-            from memories.recall.vector_store.pgvector import create_index_sql
-
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT 1 FROM pg_indexes WHERE indexname = %s",
-                    [f"memory_embedding_hnsw_{int(dimensions)}"],
-                )
-                if cursor.fetchone() is None:
-                    cursor.execute(create_index_sql(dimensions))
-            return
-        from memories.recall.vector_store.sqlite_vec import TABLE, create_table_sql
-
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT sql FROM sqlite_master WHERE name = '{TABLE}'")
-            row = cursor.fetchone()
-            if row and f"float[{dimensions}]" not in row[0].lower():
-                # vec0 columns have a fixed size: a new model size needs a new table.
-                cursor.execute(f"DROP TABLE {TABLE}")
-                cursor.execute(create_table_sql(dimensions))
+        get_vector_store().prepare(dimensions=dimensions)

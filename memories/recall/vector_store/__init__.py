@@ -1,73 +1,21 @@
-"""One vector-store interface, two implementations: sqlite-vec and pgvector.
+"""One vector-store interface (base.VectorStore), two implementations: sqlite-vec and
+pgvector.
 
 Vectors are kept per *partition*: one string per owner and scope carrier (see
 `partition_of`), so a nearest-neighbour query names the partitions the caller may see and
-never scans another user's rows. Nothing outside this package imports sqlite_vec or pgvector's
-query helpers.
-"""
-
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
-from uuid import UUID
+never scans another user's rows. Nothing outside this package imports sqlite_vec, pgvector
+or the implementation modules; callers ask get_vector_store()."""
 
 from django.db import connection
 
-from memories.models import SCOPE_CARRIERS, Memory
+from memories.recall.vector_store.base import (
+    Neighbour,
+    VectorStore,
+    partition_key,
+    partition_of,
+)
 
-
-@dataclass(frozen=True)
-class Neighbour:
-    memory_id: UUID
-    distance: float  # cosine distance, 0 = same direction, 2 = opposite
-
-    @property
-    def similarity(self) -> float:
-        return 1.0 - self.distance
-
-
-def partition_of(memory: Memory) -> str:
-    """The vector partition a memory belongs to."""
-    return partition_key(
-        scope=memory.scope,
-        user_id=memory.user_id,
-        persona_id=memory.persona_id,
-        project_id=memory.project_id,
-        topic_id=memory.topic_id,
-    )
-
-
-def partition_key(
-    *, scope: str, user_id=None, persona_id=None, project_id=None, topic_id=None
-) -> str:
-    """The scope and the ids of its carriers, in SCOPE_CARRIERS order: "project:<user
-    id>:<project id>". Stored vector rows carry these strings, so they must never change."""
-    if scope not in SCOPE_CARRIERS:
-        raise ValueError(f"unknown scope {scope!r}")
-    ids = {"user": user_id, "persona": persona_id, "project": project_id, "topic": topic_id}
-    return ":".join([str(scope), *(str(ids[name]) for name in SCOPE_CARRIERS[scope])])
-
-
-class VectorStore(Protocol):
-    def save(self, *, memory: Memory, vector: Sequence[float], model: str) -> None:
-        """Store or replace the memory's vector (call inside the writing transaction)."""
-
-    def delete(self, *, memory_ids: Iterable[UUID]) -> None:
-        """Remove the vectors and embedding rows of these memories."""
-
-    def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
-        """Keep the status copy used to filter searches in step with the memory."""
-
-    def nearest(
-        self, *, vector: Sequence[float], partitions: Sequence[str], k: int, status: str
-    ) -> list[Neighbour]:
-        """The k nearest vectors within the given partitions, nearest first."""
-
-    def distances(self, *, vector: Sequence[float], memory_ids: Iterable[UUID]) -> list[Neighbour]:
-        """The distance from `vector` to each of these memories that has a vector."""
-
-    def vectors_of(self, *, memory_ids: Iterable[UUID]) -> dict[UUID, list[float]]:
-        """The stored vectors of these memories (those that have one), in one query."""
+__all__ = ["Neighbour", "VectorStore", "get_vector_store", "partition_key", "partition_of"]
 
 
 def get_vector_store() -> VectorStore:

@@ -8,6 +8,7 @@ from django.db import connection
 from pgvector import Vector
 
 from memories.models import Memory, MemoryEmbedding
+from memories.recall.vector_store.base import Neighbour, partition_of
 
 TABLE = MemoryEmbedding._meta.db_table
 
@@ -21,9 +22,9 @@ def create_index_sql(dimensions: int) -> str:
 
 
 class PgVectorStore:
-    def save(self, *, memory: Memory, vector: Sequence[float], model: str) -> None:
-        from memories.recall.vector_store import partition_of
+    composes_sql = True
 
+    def save(self, *, memory: Memory, vector: Sequence[float], model: str) -> None:
         MemoryEmbedding.objects.update_or_create(
             memory=memory,
             defaults={
@@ -35,6 +36,22 @@ class PgVectorStore:
             },
         )
 
+    def save_many(self, *, items, model: str) -> None:
+        MemoryEmbedding.objects.bulk_create(
+            [
+                MemoryEmbedding(
+                    memory=memory,
+                    model=model,
+                    dimensions=len(vector),
+                    vector=list(vector),
+                    partition=partition_of(memory),
+                    status=memory.status,
+                )
+                for memory, vector in items
+            ],
+            batch_size=500,
+        )
+
     def delete(self, *, memory_ids: Iterable[UUID]) -> None:
         MemoryEmbedding.objects.filter(memory_id__in=list(memory_ids)).delete()
 
@@ -42,8 +59,6 @@ class PgVectorStore:
         MemoryEmbedding.objects.filter(memory_id__in=list(memory_ids)).update(status=status)
 
     def nearest(self, *, vector, partitions, k, status):
-        from memories.recall.vector_store import Neighbour
-
         if not partitions or k <= 0:
             return []
         sql, params = self.nearest_sql(vector=vector, partitions=partitions, k=k, status=status)
@@ -81,9 +96,15 @@ class PgVectorStore:
     def count(self) -> int:
         return MemoryEmbedding.objects.exclude(vector=None).count()
 
-    def distances(self, *, vector, memory_ids):
-        from memories.recall.vector_store import Neighbour
+    def distance_sql(self, *, vector, memory_id: str) -> tuple[str, list]:
+        d = int(len(vector))
+        return (
+            f"(SELECT (e.vector::vector({d})) <=> %s::vector({d}) FROM {TABLE} e "
+            f"WHERE e.memory_id = {memory_id} AND e.dimensions = {d})",
+            [Vector(list(vector)).to_text()],
+        )
 
+    def distances(self, *, vector, memory_ids):
         ids = list(memory_ids)
         if not ids:
             return []
@@ -101,3 +122,14 @@ class PgVectorStore:
             memory_id__in=list(memory_ids), vector__isnull=False
         ).values_list("memory_id", "vector")
         return {memory_id: [float(x) for x in vector] for memory_id, vector in rows}
+
+    def prepare(self, *, dimensions: int) -> None:
+        with connection.cursor() as cursor:
+            # Looked up first: even CREATE INDEX IF NOT EXISTS fails in a transaction that
+            # has deferred constraint checks pending.
+            cursor.execute(
+                "SELECT 1 FROM pg_indexes WHERE indexname = %s",
+                [f"memory_embedding_hnsw_{int(dimensions)}"],
+            )
+            if cursor.fetchone() is None:
+                cursor.execute(create_index_sql(dimensions))

@@ -1,4 +1,5 @@
-"""sqlite-vec implementation: a vec0 virtual table partitioned by owner and scope carrier."""
+"""sqlite-vec implementation: a vec0 virtual table partitioned by owner and scope carrier,
+searched exactly (sqlite-vec scans every vector of the partitions asked for)."""
 
 import json
 from collections.abc import Iterable, Sequence
@@ -8,6 +9,7 @@ import sqlite_vec
 from django.db import connection
 
 from memories.models import Memory, MemoryEmbedding
+from memories.recall.vector_store.base import Neighbour, partition_of
 
 TABLE = "vec_memory_embeddings"
 
@@ -31,17 +33,21 @@ def create_table_sql(dimensions: int) -> str:
     )
 
 
-class SqliteVecStore:
-    def save(self, *, memory: Memory, vector: Sequence[float], model: str) -> None:
-        from memories.recall.vector_store import partition_of
+INSERT = f"INSERT INTO {TABLE}(memory_id, partition, status, embedding) VALUES (%s, %s, %s, %s)"
 
+
+class SqliteVecStore:
+    composes_sql = False
+
+    def save(self, *, memory: Memory, vector: Sequence[float], model: str) -> None:
+        partition = partition_of(memory)
         MemoryEmbedding.objects.update_or_create(
             memory=memory,
             defaults={
                 "model": model,
                 "dimensions": len(vector),
                 "vector": None,
-                "partition": partition_of(memory),
+                "partition": partition,
                 "status": memory.status,
             },
         )
@@ -49,13 +55,39 @@ class SqliteVecStore:
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM {TABLE} WHERE memory_id = %s", [memory.id.hex])
             cursor.execute(
-                f"INSERT INTO {TABLE}(memory_id, partition, status, embedding) "
-                "VALUES (%s, %s, %s, %s)",
+                INSERT,
+                [memory.id.hex, partition, memory.status, sqlite_vec.serialize_float32(vector)],
+            )
+
+    def save_many(self, *, items, model: str) -> None:
+        items = list(items)
+        if not items:
+            return
+        MemoryEmbedding.objects.bulk_create(
+            [
+                MemoryEmbedding(
+                    memory=memory,
+                    model=model,
+                    dimensions=len(vector),
+                    vector=None,
+                    partition=partition_of(memory),
+                    status=memory.status,
+                )
+                for memory, vector in items
+            ],
+            batch_size=500,
+        )
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                INSERT,
                 [
-                    memory.id.hex,
-                    partition_of(memory),
-                    memory.status,
-                    sqlite_vec.serialize_float32(list(vector)),
+                    [
+                        memory.id.hex,
+                        partition_of(memory),
+                        memory.status,
+                        sqlite_vec.serialize_float32(list(vector)),
+                    ]
+                    for memory, vector in items
                 ],
             )
 
@@ -77,8 +109,6 @@ class SqliteVecStore:
             )
 
     def nearest(self, *, vector, partitions, k, status):
-        from memories.recall.vector_store import Neighbour
-
         if not partitions or k <= 0:
             return []
         placeholders = ", ".join(["%s"] * len(partitions))
@@ -91,6 +121,12 @@ class SqliteVecStore:
             )
             return [Neighbour(UUID(hex=row[0]), float(row[1])) for row in cursor.fetchall()]
 
+    def nearest_sql(self, *, vector, partitions, k, status):
+        raise NotImplementedError("sqlite-vec searches are not composed into other statements")
+
+    def distance_sql(self, *, vector, memory_id):
+        raise NotImplementedError("sqlite-vec searches are not composed into other statements")
+
     def count(self) -> int:
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT count(*) FROM {TABLE}")
@@ -98,8 +134,6 @@ class SqliteVecStore:
 
     def distances(self, *, vector, memory_ids):
         """Cosine distance from `vector` to each given memory's vector (those that have one)."""
-        from memories.recall.vector_store import Neighbour
-
         query = sqlite_vec.serialize_float32(list(vector))
         rows = _point_lookups(
             f"SELECT memory_id, vec_distance_cosine(embedding, %s) FROM {TABLE} "
@@ -114,6 +148,15 @@ class SqliteVecStore:
             [(memory_id.hex,) for memory_id in memory_ids],
         )
         return {UUID(hex=memory_id): json.loads(vector) for memory_id, vector in rows}
+
+    def prepare(self, *, dimensions: int) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT sql FROM sqlite_master WHERE name = '{TABLE}'")
+            row = cursor.fetchone()
+            if row and f"float[{int(dimensions)}]" not in row[0].lower():
+                # vec0 columns have a fixed size: a new model size needs a new table.
+                cursor.execute(f"DROP TABLE {TABLE}")
+            cursor.execute(create_table_sql(dimensions))
 
 
 def _point_lookups(select: str, params: list[tuple]) -> list[tuple]:

@@ -1,0 +1,85 @@
+"""What every vector store shares: the neighbour type, the partition key and the interface."""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+from uuid import UUID
+
+from memories.models import SCOPE_CARRIERS, Memory
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    memory_id: UUID
+    distance: float  # cosine distance, 0 = same direction, 2 = opposite
+
+    @property
+    def similarity(self) -> float:
+        return 1.0 - self.distance
+
+
+def partition_of(memory: Memory) -> str:
+    """The vector partition a memory belongs to."""
+    return partition_key(
+        scope=memory.scope,
+        user_id=memory.user_id,
+        persona_id=memory.persona_id,
+        project_id=memory.project_id,
+        topic_id=memory.topic_id,
+    )
+
+
+def partition_key(
+    *, scope: str, user_id=None, persona_id=None, project_id=None, topic_id=None
+) -> str:
+    """The scope and the ids of its carriers, in SCOPE_CARRIERS order: "project:<user
+    id>:<project id>". Stored vector rows carry these strings, so they must never change."""
+    if scope not in SCOPE_CARRIERS:
+        raise ValueError(f"unknown scope {scope!r}")
+    ids = {"user": user_id, "persona": persona_id, "project": project_id, "topic": topic_id}
+    return ":".join([str(scope), *(str(ids[name]) for name in SCOPE_CARRIERS[scope])])
+
+
+class VectorStore(Protocol):
+    # True when nearest_sql and distance_sql give statements that can run inside a larger
+    # one (the candidate step then reads neighbours and rows in one round trip).
+    composes_sql: bool
+
+    def save(self, *, memory: Memory, vector: Sequence[float], model: str) -> None:
+        """Store or replace the memory's vector (call inside the writing transaction)."""
+
+    def save_many(self, *, items: Sequence[tuple[Memory, Sequence[float]]], model: str) -> None:
+        """save() for many new memories at once (none of them has a vector yet)."""
+
+    def delete(self, *, memory_ids: Iterable[UUID]) -> None:
+        """Remove the vectors and embedding rows of these memories."""
+
+    def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
+        """Keep the status copy used to filter searches in step with the memory."""
+
+    def nearest(
+        self, *, vector: Sequence[float], partitions: Sequence[str], k: int, status: str
+    ) -> list[Neighbour]:
+        """The k nearest vectors within the given partitions, nearest first."""
+
+    def nearest_sql(
+        self, *, vector: Sequence[float], partitions: Sequence[str], k: int, status: str
+    ) -> tuple[str, list]:
+        """nearest() as one SELECT of (memory_id, distance) rows (when composes_sql)."""
+
+    def distance_sql(self, *, vector: Sequence[float], memory_id: str) -> tuple[str, list]:
+        """A scalar subquery: the distance from `vector` to the memory whose id is the SQL
+        expression `memory_id` (NULL without a vector; when composes_sql)."""
+
+    def distances(self, *, vector: Sequence[float], memory_ids: Iterable[UUID]) -> list[Neighbour]:
+        """The distance from `vector` to each of these memories that has a vector."""
+
+    def vectors_of(self, *, memory_ids: Iterable[UUID]) -> dict[UUID, list[float]]:
+        """The stored vectors of these memories (those that have one), in one query."""
+
+    def count(self) -> int:
+        """How many vectors are stored."""
+
+    def prepare(self, *, dimensions: int) -> None:
+        """Make the store ready for vectors of this size (an index, a table), before a
+        re-embedding with another model."""
