@@ -419,6 +419,21 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": EXTRACTION_SCAN_INTERVAL_SECONDS,
     }
 }
+# --- Consolidation proposals (README) ---------------------------------------------------------
+# Active memories of one user and scope at least this similar (cosine) are proposed as a merge;
+# one not recalled or updated for this many days (0: never), and not more important than
+# CONSOLIDATION_STALE_MAX_IMPORTANCE, as an archival. Reviewers decide; nothing changes before.
+CONSOLIDATION_SIMILARITY = env.float("CONSOLIDATION_SIMILARITY", default=0.9)
+CONSOLIDATION_STALE_DAYS = env.int("CONSOLIDATION_STALE_DAYS", default=180, minimum=0)
+CONSOLIDATION_STALE_MAX_IMPORTANCE = env.float("CONSOLIDATION_STALE_MAX_IMPORTANCE", default=0.8)
+CONSOLIDATION_MAX_GROUP = env.int("CONSOLIDATION_MAX_GROUP", default=5, minimum=2)
+# How often Celery beat runs it (0: never; manage.py consolidate_memories runs it by hand).
+CONSOLIDATION_INTERVAL_SECONDS = env.int("CONSOLIDATION_INTERVAL_SECONDS", default=86400, minimum=0)
+if CONSOLIDATION_INTERVAL_SECONDS > 0:
+    CELERY_BEAT_SCHEDULE["consolidate-memories"] = {
+        "task": "memories.tasks.consolidate_memories_task",
+        "schedule": CONSOLIDATION_INTERVAL_SECONDS,
+    }
 # Called (by dotted path) as hook(kind="topic"|"work_session", source_id=...) once per post
 # that carried user messages (one message or a batch), after the write commits. A hook may
 # return the extraction it started as {"task_id", "status"} (the batch answer's `extraction`)

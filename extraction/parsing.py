@@ -1,6 +1,12 @@
 """Reading the utility model's answer: find the JSON in whatever it wrapped it in, and
 validate it against the contract
-{"memories": [{"key", "value", "category", "importance", "confidence", "scope"}]}."""
+{"memories": [{"key", "value", "category", "importance", "confidence", "scope", "evidence"}]}.
+
+`evidence` is optional: the numbers of the messages (as the prompt numbers them, from 1) that
+say the memory. It is checked against the messages the model was shown: numbers that name
+none of them (or are not whole numbers) are dropped, and kept in `evidence_dropped` for the
+memory's create revision to record; the memory itself is kept, and a reviewer sees that it
+cites nothing. A wrong `evidence` costs no retry: it is a hint, not the memory."""
 
 import json
 import math
@@ -25,6 +31,10 @@ class Candidate:
     importance: float
     confidence: float
     scope: str
+    # The numbers of the messages that say it, as the prompt numbers them (from 1), valid ones
+    # only; and what the model cited that named no message shown, as it cited it.
+    evidence: tuple[int, ...] = ()
+    evidence_dropped: tuple[str, ...] = ()
 
 
 def find_json_object(text: str) -> dict:
@@ -66,9 +76,28 @@ def _text(item: dict, name: str, limit: int, *, required: bool) -> str:
     return value[:limit]
 
 
-def parse_candidates(payload: dict) -> list[Candidate]:
+def _evidence(item: dict, message_count: int | None) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The valid message numbers of a memory's `evidence` (sorted, each once) and the items
+    dropped. A lone number counts as a list of one."""
+    cited = item.get("evidence")
+    if cited is None:
+        return (), ()
+    if not isinstance(cited, list):
+        cited = [cited]
+    valid, dropped = set(), []
+    for number in cited:
+        is_whole = isinstance(number, int) and not isinstance(number, bool)
+        if is_whole and (message_count is None or 1 <= number <= message_count):
+            valid.add(number)
+        else:
+            dropped.append(repr(number)[:20])
+    return tuple(sorted(valid)), tuple(dropped[:10])
+
+
+def parse_candidates(payload: dict, *, message_count: int | None = None) -> list[Candidate]:
     """Validated candidates. Raises MalformedOutput when the shape is wrong anywhere, so a
-    half-valid answer is retried rather than half-written."""
+    half-valid answer is retried rather than half-written (`evidence` aside: see above).
+    `message_count` is how many messages the prompt numbered (None: not checked)."""
     memories = payload.get("memories") if isinstance(payload, dict) else None
     if not isinstance(memories, list):
         raise MalformedOutput('"memories" is missing or not a list')
@@ -79,6 +108,7 @@ def parse_candidates(payload: dict) -> list[Candidate]:
         scope = item.get("scope") or "user"
         if scope not in ALLOWED_SCOPES:
             raise MalformedOutput(f"unknown scope {scope!r}")
+        evidence, dropped = _evidence(item, message_count)
         candidates.append(
             Candidate(
                 key=_text(item, "key", settings.MEMORY_KEY_MAX_LENGTH, required=True),
@@ -89,6 +119,8 @@ def parse_candidates(payload: dict) -> list[Candidate]:
                 importance=_unit(item.get("importance", 0.5), "importance"),
                 confidence=_unit(item.get("confidence", 0.7), "confidence"),
                 scope=scope,
+                evidence=evidence,
+                evidence_dropped=dropped,
             )
         )
     return candidates

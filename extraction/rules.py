@@ -42,7 +42,8 @@ to work as ..."), or statements about "we", "he", "she" or "they".
 """
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from extraction.parsing import Candidate
 from memories.recall.words import STOP_WORDS
@@ -381,6 +382,18 @@ def extract_by_rules(user_messages: list[str]) -> list[Candidate]:
                     seen.add((candidate.key, candidate.value))
                     candidates.append(candidate)
     return candidates
+
+
+def extract_by_rules_cited(numbered: Sequence[tuple[int, str]]) -> list[Candidate]:
+    """extract_by_rules over (number, text) user messages, each candidate citing as its
+    `evidence` the numbers of the messages it was read from (every one that states it)."""
+    found: dict[tuple[str, str], Candidate] = {}
+    for number, text in numbered:
+        for candidate in extract_by_rules([text]):
+            seen = found.get((candidate.key, candidate.value))
+            evidence = (*seen.evidence, number) if seen else (number,)
+            found[(candidate.key, candidate.value)] = replace(candidate, evidence=evidence)
+    return list(found.values())
 
 
 def _clauses(text: str):

@@ -9,6 +9,7 @@ if the cursor is still where the run started. A duplicated or retried task there
 nothing twice.
 """
 
+import functools
 import logging
 import uuid
 from dataclasses import dataclass, field
@@ -24,8 +25,8 @@ from extraction import llm, policy, runs
 from extraction.merge import classify, normalise
 from extraction.models import ExtractionRun, ExtractionState, RunStatus, SourceKind
 from extraction.parsing import Candidate, parse_candidates
-from extraction.prompt import EXTRACTABLE_ROLES, build_messages
-from extraction.rules import extract_by_rules
+from extraction.prompt import EXTRACTABLE_ROLES, ShownMessage, build_messages, shown_messages
+from extraction.rules import extract_by_rules_cited
 from memories import services as memory_services
 from memories.embedders import get_embedder
 from memories.models import (
@@ -211,16 +212,21 @@ def _extract(source: ExtractionSource, *, run: ExtractionRun, automatic: bool) -
             reason="another extraction of this source is running or has finished",
         )
 
-    # Slow I/O, outside any transaction: the model, then the embeddings.
+    # Slow I/O, outside any transaction: the model, then the embeddings. Both extractors cite
+    # messages by their number in `shown`, which provenance turns back into message ids.
+    shown = shown_messages(messages)
     extractor = "llm" if llm.is_configured() else "rules"
     try:
         if extractor == "llm":
             candidates, attempts = llm.complete_json(
-                build_messages((r, c) for _, r, c in messages), parse=parse_candidates
+                build_messages(shown),
+                parse=functools.partial(parse_candidates, message_count=len(shown)),
             )
         else:
             attempts = 0
-            candidates = extract_by_rules([c for _, r, c in messages if r == MessageRole.USER])
+            candidates = extract_by_rules_cited(
+                [(n, m.content) for n, m in enumerate(shown, 1) if m.role == MessageRole.USER]
+            )
         vectors = _embed(candidates)
     except llm.ExtractionFailed as exc:
         _release(state, run.id)
@@ -246,7 +252,7 @@ def _extract(source: ExtractionSource, *, run: ExtractionRun, automatic: bool) -
                     status=RunStatus.SKIPPED,
                     reason="another extraction of this source finished first",
                 )
-            saved = _save_candidates(source, candidates, vectors)
+            saved = _save_candidates(source, candidates, vectors, shown)
             locked.last_message_id = read["to_message_id"]
             locked.last_extracted_at = timezone.now()
             locked.claim_token = None
@@ -351,7 +357,30 @@ def _scope_texts(carriers: dict) -> dict:
     return index
 
 
-def _save_candidates(source, candidates, vectors) -> dict:
+def _provenance(
+    source: ExtractionSource, candidate: Candidate, shown: list[ShownMessage]
+) -> tuple[dict, str]:
+    """Where a candidate came from, as memory_create takes it, and a note for its create
+    revision (saying what evidence was dropped, if any)."""
+    note = f"extracted from {source.kind} {source.id}"
+    if candidate.evidence_dropped:
+        dropped = ", ".join(candidate.evidence_dropped)
+        note += f"; evidence {dropped} names no message shown (1-{len(shown)}): dropped"
+        logger.info(
+            "extraction of %s %s: a candidate cited %d messages that were not shown",
+            source.kind,
+            source.id,
+            len(candidate.evidence_dropped),
+        )
+    provenance = {
+        "source_topic": source.topic,
+        "source_work_session": source.work_session,
+        "source_message_ids": [shown[number - 1].id for number in candidate.evidence],
+    }
+    return provenance, note[:200]
+
+
+def _save_candidates(source, candidates, vectors, shown) -> dict:
     """Write the candidates that are neither repeated nor duplicates; the counts, and the ids
     of the memories written (created and merged ones) as `memory_ids`.
 
@@ -379,6 +408,7 @@ def _save_candidates(source, candidates, vectors) -> dict:
         if decision.kind == "duplicate":
             skipped += 1
             continue
+        provenance, note = _provenance(source, candidate, shown)
         saved = memory_services.memory_create(
             actor=None,
             key=candidate.key,
@@ -390,7 +420,8 @@ def _save_candidates(source, candidates, vectors) -> dict:
             status=Status.PENDING_REVIEW,
             supersedes=decision.existing if decision.kind == "conflict" else None,
             vector=vector,
-            note=f"extracted from {source.kind} {source.id}",
+            note=note,
+            **provenance,
             **carriers,
         )
         memory_ids.append(str(saved.id))

@@ -8,6 +8,7 @@ from memories.models import (
     ApiKey,
     ApiKeyScope,
     ConfigEntry,
+    ConsolidationProposal,
     Memory,
     MemoryRevision,
     Persona,
@@ -129,6 +130,9 @@ class MemoryAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
         "deleted_at",
+        "source_topic",
+        "source_work_session",
+        "source_message_ids",
     ]
     fields = [
         *readonly_fields[:7],
@@ -181,6 +185,25 @@ class MemoryAdmin(admin.ModelAdmin):
         self.message_user(
             request, f"Archived {count} {'memory' if count == 1 else 'memories'}.", messages.SUCCESS
         )
+
+
+@admin.register(ConsolidationProposal)
+class ConsolidationProposalAdmin(admin.ModelAdmin):
+    """Read-only: proposals are decided on /review/proposals or through the API."""
+
+    list_display = ["created_at", "kind", "status", "user", "reason", "decided_by", "decided_at"]
+    list_filter = ["status", "kind"]
+    list_select_related = ["user", "decided_by"]
+    search_fields = ["user__username", "reason"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 admin.site.register(Persona)

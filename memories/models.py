@@ -9,6 +9,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractUser
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 from pgvector.django import VectorField
 
 
@@ -238,6 +239,16 @@ class Memory(models.Model):
     supersedes = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_by"
     )
+    # Provenance of an extracted memory: the conversation or work session it was read from,
+    # and the ids of that source's messages that say it (empty when the model cited none).
+    # Null and empty for memories written by hand or by tools.
+    source_topic = models.ForeignKey(
+        Topic, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    source_work_session = models.ForeignKey(
+        WorkSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    source_message_ids = models.JSONField(default=list, blank=True)
     access_count = models.PositiveIntegerField(default=0)
     last_accessed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -261,6 +272,10 @@ class Memory(models.Model):
             # The scope decides which carriers are set; the database refuses any other mix.
             models.CheckConstraint(
                 name="memory_scope_carriers", condition=scope_carriers_condition()
+            ),
+            models.CheckConstraint(
+                name="memory_one_source",
+                condition=Q(source_topic__isnull=True) | Q(source_work_session__isnull=True),
             ),
         ]
 
@@ -361,6 +376,7 @@ class MemoryEmbedding(models.Model):
 class RevisionAction(models.TextChoices):
     CREATE = "create"
     EDIT = "edit"
+    MERGE = "merge"
     APPROVE = "approve"
     REJECT = "reject"
     ARCHIVE = "archive"
@@ -393,3 +409,55 @@ class MemoryRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.memory_id}"
+
+
+class ProposalKind(models.TextChoices):
+    MERGE = "merge"
+    ARCHIVE = "archive"
+
+
+class ProposalStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+class ConsolidationProposal(models.Model):
+    """A change consolidation proposes to a user's memories, waiting for a reviewer: merge
+    near-duplicates (`keep` takes `key` and `value`, the others are archived) or archive one
+    that nobody has recalled or updated for long. Nothing changes until it is approved.
+    `fingerprint` names the memories as they were when proposed: the same memories, unchanged,
+    are never proposed twice, whatever became of the first proposal."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    kind = models.CharField(max_length=16, choices=ProposalKind.choices)
+    status = models.CharField(
+        max_length=16, choices=ProposalStatus.choices, default=ProposalStatus.PENDING
+    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    memories = models.ManyToManyField(Memory, related_name="consolidation_proposals")
+    keep = models.ForeignKey(
+        Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    key = models.CharField(max_length=settings.MEMORY_KEY_MAX_LENGTH, blank=True, default="")
+    value = models.TextField(blank=True, default="")
+    similarity = models.FloatField(null=True, blank=True)
+    reason = models.CharField(max_length=300)
+    fingerprint = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Null for a proposal withdrawn by consolidation (its memories changed).",
+    )
+    decision_note = models.CharField(max_length=300, blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} ({self.status})"

@@ -8,12 +8,14 @@ from memories.errors import NotFound
 from memories.models import (
     Memory,
     MemoryRevision,
+    Message,
     Persona,
     Scope,
     Status,
     Topic,
     User,
     WorkSession,
+    WorkSessionMessage,
 )
 
 
@@ -121,3 +123,29 @@ def memory_status_counts() -> dict[str, int]:
         archived=Count("id", filter=Q(status=Status.ARCHIVED)),
     )
     return counts
+
+
+def cited_messages(memories: list[Memory]) -> dict:
+    """For each memory, the messages of its source (topic or work session) that its
+    provenance cites, in order: two queries at most, whatever the number of memories."""
+    wanted = {"topic": set(), "work_session": set()}
+    for memory in memories:
+        kind = "topic" if memory.source_topic_id else "work_session"
+        if memory.source_topic_id or memory.source_work_session_id:
+            wanted[kind].update(memory.source_message_ids)
+    found = {}
+    if wanted["topic"]:
+        for message in Message.objects.filter(id__in=wanted["topic"]):
+            found[("topic", message.topic_id, message.id)] = message
+    if wanted["work_session"]:
+        for message in WorkSessionMessage.objects.filter(id__in=wanted["work_session"]):
+            found[("work_session", message.session_id, message.id)] = message
+    cited = {}
+    for memory in memories:
+        if memory.source_topic_id:
+            source = ("topic", memory.source_topic_id)
+        else:
+            source = ("work_session", memory.source_work_session_id)
+        keys = (source + (message_id,) for message_id in sorted(memory.source_message_ids))
+        cited[memory.id] = [found[key] for key in keys if key in found]
+    return cited

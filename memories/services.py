@@ -37,6 +37,7 @@ from memories.recall.index import (
     index_status,
     unindex_memories,
 )
+from memories.recall.vector_store import partition_of
 from memories.selectors import changeable_by
 
 EDITABLE_FIELDS = ("key", "value", "category", "importance", "confidence")
@@ -110,10 +111,18 @@ def memory_create(
     confidence: float = 1.0,
     status: str = Status.ACTIVE,
     supersedes: Memory | None = None,
+    source_topic: Topic | None = None,
+    source_work_session: WorkSession | None = None,
+    source_message_ids: Sequence[int] = (),
     vector: list[float] | None = None,
     note: str = "",
 ) -> Memory:
-    """Create a memory with its revision and vector. Raises InvalidInput, EmbedderUnavailable."""
+    """Create a memory with its revision and vector; an extracted one with its provenance
+    (the topic or work session, and the ids of its messages that say it). Raises
+    InvalidInput, EmbedderUnavailable."""
+    for carrier in (source_topic, source_work_session):
+        if carrier is not None and carrier.user_id != getattr(user, "id", None):
+            raise InvalidInput("Not a conversation of this user.", field="source")
     memory = _memory_new(
         scope=scope,
         user=user,
@@ -129,6 +138,9 @@ def memory_create(
         confidence=confidence,
         status=status,
         supersedes=supersedes,
+        source_topic=source_topic,
+        source_work_session=source_work_session,
+        source_message_ids=list(source_message_ids),
     )
     if vector is None:
         vector = embed_one(memory.embedding_text)
@@ -448,6 +460,60 @@ def memory_archive(*, memory_id: UUID, actor: User | None, note: str = "") -> bo
         _record(memory, action=RevisionAction.ARCHIVE, actor=actor, before=before, note=note)
         index_status([memory.id], Status.ARCHIVED)
     return True
+
+
+def memory_merge(
+    *,
+    keep: Memory,
+    others: Sequence[Memory],
+    actor: User | None,
+    changes: dict,
+    vector: list[float] | None,
+    note: str = "",
+) -> Memory:
+    """Merge active memories of one user and scope into `keep`: it takes `changes` (key,
+    value, category, importance, confidence) in one "merge" revision, and each of `others`
+    is archived with a revision naming the memory it went into. Nothing is deleted: every
+    history stays. `vector` embeds keep's new text when that changes (embed_one, called by
+    the caller outside any transaction). Raises InvalidInput, Conflict (one of them is no
+    longer active, or not in keep's scope)."""
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise InvalidInput("This field cannot be merged.", field=sorted(unknown)[0])
+    for field in ("importance", "confidence"):
+        if field in changes:
+            changes[field] = clamp_unit(changes[field], field=field)
+    ids = [keep.id, *(other.id for other in others)]
+    with transaction.atomic():
+        # Locked in id order, so two merges sharing memories take their locks in one order.
+        locked = Memory.objects.select_for_update().filter(id__in=ids).order_by("id").in_bulk()
+        for memory_id in ids:
+            memory = locked.get(memory_id)
+            if memory is None or memory.deleted_at is not None:
+                raise Conflict(f"Memory {memory_id} was deleted meanwhile.")
+            if memory.status != Status.ACTIVE:
+                raise Conflict(f"Memory {memory_id} is {memory.status} now, not active.")
+            if partition_of(memory) != partition_of(locked[keep.id]):
+                raise Conflict(f"Memory {memory_id} is not of the same user and scope.")
+        target = locked[keep.id]
+        before = _snapshot(target)
+        changed = [name for name, value in changes.items() if getattr(target, name) != value]
+        for name in changed:
+            setattr(target, name, changes[name])
+        target.save(update_fields=[*changed, "updated_at"])
+        merged = ", ".join(str(other.id) for other in others)
+        _record(
+            target,
+            action=RevisionAction.MERGE,
+            actor=actor,
+            before=before,
+            note=(note or f"merged {merged}")[:200],
+        )
+        if {"key", "value"} & set(changed):
+            index_memory(target, vector=vector)
+        for other in others:
+            memory_archive(memory_id=other.id, actor=actor, note=f"merged into {target.id}")
+    return target
 
 
 # A review decision, named as its revision, and the status it moves a pending memory to.

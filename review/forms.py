@@ -1,7 +1,20 @@
+import uuid
+from datetime import timedelta
+
 from django import forms
 from django.conf import settings
 
-from memories.models import Persona, Scope, Source, User
+from memories.models import Persona, ProposalKind, Scope, Source, User
+
+# The queue's age filter: (value, label, newer than, older than).
+AGES = [
+    ("hour", "last hour", timedelta(hours=1), None),
+    ("day", "last day", timedelta(days=1), None),
+    ("week", "last week", timedelta(weeks=1), None),
+    ("older-day", "older than a day", None, timedelta(days=1)),
+    ("older-week", "older than a week", None, timedelta(weeks=1)),
+    ("older-month", "older than 30 days", None, timedelta(days=30)),
+]
 
 
 class QueueFilterForm(forms.Form):
@@ -13,7 +26,13 @@ class QueueFilterForm(forms.Form):
     )
     scope = forms.ChoiceField(choices=[("", "any scope"), *Scope.choices], required=False)
     source = forms.ChoiceField(choices=[("", "any source"), *Source.choices], required=False)
+    age = forms.ChoiceField(
+        choices=[("", "any age"), *((value, label) for value, label, *_ in AGES)], required=False
+    )
     category = forms.CharField(required=False, max_length=100)
+    # One conversation or work session (the "more from this conversation" links).
+    source_topic = forms.UUIDField(required=False, widget=forms.HiddenInput)
+    source_work_session = forms.UUIDField(required=False, widget=forms.HiddenInput)
 
 
 class BulkActionForm(forms.Form):
@@ -26,8 +45,6 @@ class BulkActionForm(forms.Form):
         self.fields["ids"].valid_value = lambda value: True
 
     def clean_ids(self):
-        import uuid
-
         try:
             return [uuid.UUID(value) for value in self.cleaned_data["ids"]]
         except ValueError:
@@ -42,3 +59,17 @@ class MemoryEditForm(forms.Form):
     category = forms.CharField(max_length=settings.MEMORY_CATEGORY_MAX_LENGTH, required=False)
     # Out-of-range values are clamped into 0..1 by the service, as everywhere.
     importance = forms.FloatField()
+
+
+class ProposalFilterForm(forms.Form):
+    kind = forms.ChoiceField(
+        choices=[("", "merges and archivals"), *ProposalKind.choices], required=False
+    )
+
+
+class ProposalDecisionForm(forms.Form):
+    """A reviewer's decision on a proposal; for a merge, the merged text as they edited it."""
+
+    action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject")])
+    key = forms.CharField(max_length=settings.MEMORY_KEY_MAX_LENGTH, required=False)
+    value = forms.CharField(max_length=settings.MEMORY_VALUE_MAX_LENGTH, required=False)

@@ -7,5 +7,9 @@ urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("queue", views.queue, name="queue"),
     path("queue/bulk", views.bulk, name="bulk"),
+    path("memories/<uuid:memory_id>/decide", views.decide, name="decide"),
     path("memories/<uuid:memory_id>/edit", views.edit, name="edit"),
+    path("conversations/<str:kind>/<uuid:source_id>", views.conversation, name="conversation"),
+    path("proposals", views.proposals, name="proposals"),
+    path("proposals/<uuid:proposal_id>/decide", views.proposal_decide, name="proposal-decide"),
 ]

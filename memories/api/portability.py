@@ -105,10 +105,19 @@ def optional_time() -> PastDateTimeField:
 
 class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
     """One line of an import: a memory object as the export writes it. owner_id, user_id,
-    external_user_id and supersedes_id are accepted and ignored; other unknown fields are
-    refused, so a typo is not silently dropped."""
+    external_user_id, supersedes_id and the extraction provenance (source_topic_id,
+    source_work_session_id, source_message_ids: conversations are not imported) are accepted
+    and ignored; other unknown fields are refused, so a typo is not silently dropped."""
 
-    tolerated_fields = ("owner_id", "user_id", "external_user_id", "supersedes_id")
+    tolerated_fields = (
+        "owner_id",
+        "user_id",
+        "external_user_id",
+        "supersedes_id",
+        "source_topic_id",
+        "source_work_session_id",
+        "source_message_ids",
+    )
 
     id = optional_uuid()
     scope = ScopeField(default=Scope.USER)

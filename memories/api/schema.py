@@ -21,7 +21,8 @@ class ErrorSerializer(serializers.Serializer):
 
 
 # Operations whose service raises Conflict: a memory deleted or reviewed meanwhile (approve,
-# reject, edit, delete, memory_forget), an external_id taken, an import racing another.
+# reject, edit, delete, memory_forget), an external_id taken, an import racing another, a
+# consolidation proposal decided already or outgrown by its memories.
 CONFLICT_OPERATIONS = {
     "memories_update",
     "memories_partial_update",
@@ -33,6 +34,8 @@ CONFLICT_OPERATIONS = {
     "memories_import_create",
     "users_create",
     "tools_call",
+    "admin_consolidation_proposals_approve_create",
+    "admin_consolidation_proposals_reject_create",
 }
 # Operations that embed text (a memory or a query): 503 when the embedder is unavailable.
 EMBEDDING_OPERATIONS = {
@@ -44,6 +47,7 @@ EMBEDDING_OPERATIONS = {
     "memories_context_create",
     "memories_restore_create",
     "memories_import_create",
+    "admin_consolidation_proposals_approve_create",
     "tools_call",
 }
 # Logins are throttled by django-axes (config/login_throttle.py), not by a DRF throttle.

@@ -151,6 +151,17 @@ class MemorySerializer(serializers.ModelSerializer):
     owner_id = serializers.UUIDField(read_only=True, allow_null=True)
     user_id = serializers.UUIDField(source="persona_user_id", read_only=True, allow_null=True)
     external_user_id = serializers.SerializerMethodField()
+    source_topic_id = serializers.UUIDField(
+        read_only=True, allow_null=True, help_text="The conversation it was extracted from."
+    )
+    source_work_session_id = serializers.UUIDField(
+        read_only=True, allow_null=True, help_text="The work session it was extracted from."
+    )
+    source_message_ids = serializers.ListField(
+        child=serializers.IntegerField(),
+        read_only=True,
+        help_text="Ids of the source's messages that say it (empty when none was cited).",
+    )
 
     class Meta:
         model = Memory
@@ -168,6 +179,9 @@ class MemorySerializer(serializers.ModelSerializer):
             "category",
             "source",
             "source_channel_id",
+            "source_topic_id",
+            "source_work_session_id",
+            "source_message_ids",
             "importance",
             "confidence",
             "status",

@@ -1,12 +1,17 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from memories.api import portability, users, views
+from memories.api import consolidation, portability, users, views
 
 # Paths have no trailing slash: clients use them exactly as the README lists them.
 router = SimpleRouter(trailing_slash=False)
 router.register("memories", views.MemoryViewSet, basename="memory")
 router.register("admin/memories", views.AdminMemoryViewSet, basename="admin-memory")
+router.register(
+    "admin/consolidation-proposals",
+    consolidation.ConsolidationProposalViewSet,
+    basename="consolidation-proposal",
+)
 router.register("topics", views.TopicViewSet, basename="topic")
 router.register("work-sessions", views.WorkSessionViewSet, basename="work-session")
 router.register("projects", views.ProjectViewSet, basename="project")

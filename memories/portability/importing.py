@@ -8,7 +8,9 @@ and value. A matched memory is unchanged, or updated to what the line says
 source_channel_id), recall statistics (access_count, last_accessed_at) and created_at/updated_at
 come from the line only when the memory is created: an older file must not roll back what this
 service has counted since. supersedes_id, owner_id, user_id and external_user_id are read back
-but ignored: the memories become the caller's, and a replacement proposal is not carried over.
+but ignored: the memories become the caller's, and a replacement proposal is not carried over;
+so are source_topic_id, source_work_session_id and source_message_ids (conversations are not
+imported).
 
 Lines come from a stream and are handled in chunks of IMPORT_CHUNK_LINES: each chunk is
 classified against the database, embedded in one call outside any transaction, then written in

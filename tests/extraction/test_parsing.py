@@ -178,3 +178,31 @@ def test_one_bad_item_rejects_the_whole_answer():
 
     with pytest.raises(MalformedOutput):
         parse_candidates(payload)
+
+
+# --- evidence ----------------------------------------------------------------------------------
+
+
+def evidence_of(evidence, message_count=None):
+    item = {"key": "city", "value": "Lives in Lisbon", "evidence": evidence}
+    [candidate] = parse_candidates({"memories": [item]}, message_count=message_count)
+    return candidate.evidence, candidate.evidence_dropped
+
+
+def test_evidence_is_optional():
+    [candidate] = parse_candidates({"memories": [{"key": "k", "value": "v"}]}, message_count=3)
+
+    assert (candidate.evidence, candidate.evidence_dropped) == ((), ())
+
+
+def test_evidence_keeps_each_valid_message_number_once_in_order():
+    assert evidence_of([3, 1, 3], message_count=3) == ((1, 3), ())
+    assert evidence_of(2, message_count=3) == ((2,), ())
+
+
+def test_evidence_outside_the_messages_sent_is_dropped_not_retried():
+    assert evidence_of([0, 2, 4, -1], message_count=3) == ((2,), ("0", "4", "-1"))
+    assert evidence_of(["1", 1.5, False, {"n": 1}], message_count=3) == (
+        (),
+        ("'1'", "1.5", "False", "{'n': 1}"),
+    )

@@ -1,6 +1,7 @@
 """The review pages in a real headless Chromium (Playwright, sync API) against the live server:
 log in through the admin, select, approve, edit, keyboard shortcuts; screenshots of the queue
-and the dashboard at laptop and phone width go to tests/artifacts/."""
+and the dashboard at 1400 px and 420 px wide go to tests/artifacts/ (queue-1400px.png and
+queue-420px.png are kept in the repository)."""
 
 import re
 from uuid import uuid4
@@ -20,14 +21,15 @@ from memories.models import (
     Status,
     User,
 )
+from tests.conftest import client_for
 from tests.memories.helpers import bulk_memories, make_memory, make_pending
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-LAPTOP = (1280, 800)
-PHONE = (390, 844)
+LAPTOP = (1400, 900)
+PHONE = (420, 900)
 SIZES = pytest.mark.parametrize(
-    "browser_page", [LAPTOP, PHONE], ids=["laptop-1280x800", "phone-390x844"], indirect=True
+    "browser_page", [LAPTOP, PHONE], ids=["1400px", "420px"], indirect=True
 )
 
 
@@ -50,9 +52,28 @@ def fits_the_width(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
+def extracted_from_a_conversation(user) -> list[Memory]:
+    """Candidates the rule-based extractor proposes from a conversation of the user (through
+    the API), each citing the message it was read from."""
+    api = client_for(user)
+    topic = api.post("/api/topics", {"title": "Settling in Lisbon"}, format="json").json()
+    for role, text in [
+        ("user", "Hi! I just moved and need help with paperwork."),
+        ("assistant", "Happy to help. Where did you move to?"),
+        ("user", "My name is Dana and I live in Lisbon."),
+        ("user", "I work as a nurse at St. Mary hospital, nights mostly."),
+    ]:
+        api.post(
+            f"/api/topics/{topic['id']}/messages", {"role": role, "content": text}, format="json"
+        )
+    assert api.post(f"/api/memories/extract/{topic['id']}").json()["status"] == "done"
+    return list(Memory.objects.filter(source_topic_id=topic["id"]))
+
+
 def realistic_queue(owner, other) -> dict:
-    """Several candidates as extraction leaves them: plain ones with similar memories of their
-    user, a replacement proposal, a project one and a persona one."""
+    """Several candidates as extraction leaves them: some quoting the conversation they came
+    from, plain ones with similar memories of their user, a replacement proposal, a project
+    one and a persona one. The extracted ones come last, so they are first in the queue."""
     project = services.project_create(owner=owner, name="Checkout service")
     tutor = Persona.objects.create(name="Tutor")
     make_memory(owner, key="pet", value="Has a dog called Rex", category="family")
@@ -60,7 +81,7 @@ def realistic_queue(owner, other) -> dict:
     make_memory(owner, key="food", value="Vegetarian, likes Thai curries", category="food")
     make_memory(other, key="language", value="Speaks Greek and English", category="languages")
     old_city = make_memory(owner, key="city", value="Lives in Porto", category="places")
-    return {
+    candidates = {
         "dog": make_pending(
             owner, key="pet", value="Walks Rex the dog every morning", category="family"
         ),
@@ -91,6 +112,8 @@ def realistic_queue(owner, other) -> dict:
             category="languages",
         ),
     }
+    extracted = extracted_from_a_conversation(owner)
+    return {**candidates, **{memory.key: memory for memory in extracted}}
 
 
 def test_staff_select_a_page_and_approve_it_in_the_browser(browser_page, live_server, owner):
@@ -201,7 +224,11 @@ def test_the_queue_fits_the_screen_and_shows_replacements_and_similar_memories(
     assert "Has a dog called Rex" in dog.locator("details.similar li").first.inner_text()
     assert dog.locator("details.similar li").first.is_visible()
     assert page.get_by_role("button", name="Approve selected").is_visible()
-    assert pending_count(page) == 5
+    assert pending_count(page) == 8
+    job = page.locator(f'li.candidate[data-id="{candidates["job"].id}"]')
+    assert "nurse at St. Mary hospital" in job.locator("blockquote.quote").inner_text()
+    assert job.get_by_role("button", name="Approve", exact=True).is_visible()
+    assert page.locator("#shortcuts").is_visible()
     size = request.node.callspec.id
     page.screenshot(path=artifacts / f"queue-{size}.png")
     page.screenshot(path=artifacts / f"queue-{size}-full.png", full_page=True)
@@ -228,10 +255,12 @@ def test_the_dashboard_fits_the_screen(browser_page, live_server, owner, other, 
     page = browser_page
     log_in(page, live_server, "/review/")
 
-    assert page.locator("#count-pending").inner_text() == "5"
-    assert page.locator("#runs-total").inner_text() == "4"
+    assert page.locator("#count-pending").inner_text() == "8"
+    assert page.locator("#runs-total").inner_text() == "4"  # the extraction's run and 3 here
+    assert page.locator("#runs-skipped").inner_text() == "1"
     assert page.locator("#runs-failed").inner_text() == "1"
-    assert "timed out" in page.locator("table.plain").inner_text()
+    assert "timed out" in page.locator("#failures").inner_text()
+    assert "timed out" in page.locator("#runs").inner_text()
     size = request.node.callspec.id
     page.screenshot(path=artifacts / f"dashboard-{size}.png")
     page.screenshot(path=artifacts / f"dashboard-{size}-full.png", full_page=True)

@@ -18,7 +18,8 @@ def directives(response) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize(
-    "path", ["/review/", "/review/queue", "/admin/", "/admin/memories/memory/"]
+    "path",
+    ["/review/", "/review/queue", "/review/proposals", "/admin/", "/admin/memories/memory/"],
 )
 def test_review_and_admin_pages_allow_only_this_sites_scripts_and_styles(superuser_client, path):
     response = superuser_client.get(path)
@@ -123,4 +124,36 @@ def test_the_api_docs_render_the_operations_under_the_policy_in_chromium(guarded
 
     paths = page.locator(".opblock-summary-path").all_inner_texts()
     assert any("/api/memories" in path for path in paths)
+    page.check_policy()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_cards_keyboard_proposals_and_conversation_pages_work_under_the_policy(
+    guarded_page, live_server, owner
+):
+    from memories.models import Topic, User
+
+    User.objects.create_superuser("root", "root@example.com", "pw-root")
+    topic = Topic.objects.create(user=owner, title="Chat")
+    message = topic.messages.create(role="user", content="I keep bees.")
+    pending = make_pending(owner, key="hobby", value="Keeps bees")
+    Memory.objects.filter(id=pending.id).update(source_topic=topic, source_message_ids=[message.id])
+    page = guarded_page
+    page.goto(f"{live_server.url}/admin/login/?next=/review/queue")
+    page.fill("#id_username", "root")
+    page.fill("#id_password", "pw-root")
+    page.click("input[type=submit]")
+    page.wait_for_url(re.compile(r"/review/queue$"))
+
+    page.keyboard.press("j")
+    assert page.locator("li.candidate.current").count() == 1
+    page.locator("aside.provenance a.conversation").click()
+    page.wait_for_url(re.compile(r"/review/conversations/topic/"))
+    assert page.locator("li.message.cited").count() == 1
+    page.goto(f"{live_server.url}/review/proposals")
+    page.goto(f"{live_server.url}/review/queue")
+    page.keyboard.press("j")
+    page.keyboard.press("a")
+    page.wait_for_selector("ul.messages")
+    assert Memory.objects.get(id=pending.id).status == "active"
     page.check_policy()

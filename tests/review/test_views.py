@@ -79,6 +79,11 @@ REQUESTS = [
     ("post", lambda memory: BULK, {"action": "reject"}),
     ("post", edit_url, {"key": "city", "value": "Lives in Rome", "importance": "0.9"}),
     ("post", edit_url, {"key": "city", "value": "Rome", "importance": "0.9", "approve": "1"}),
+    ("post", lambda memory: f"/review/memories/{memory.id}/decide", {"action": "approve"}),
+    ("post", lambda memory: f"/review/memories/{memory.id}/decide", {"action": "reject"}),
+    ("get", lambda memory: f"/review/conversations/topic/{uuid4()}", {}),
+    ("get", lambda memory: "/review/proposals", {}),
+    ("post", lambda memory: f"/review/proposals/{uuid4()}/decide", {"action": "approve"}),
 ]
 REQUEST_IDS = [
     "dashboard",
@@ -88,6 +93,11 @@ REQUEST_IDS = [
     "bulk reject",
     "edit",
     "edit and approve",
+    "approve one",
+    "reject one",
+    "conversation",
+    "proposals",
+    "decide a proposal",
 ]
 
 
@@ -276,6 +286,7 @@ def test_the_filters_keep_their_values_on_the_page(staff_client, varied_queue):
         "persona": "",
         "scope": "",
         "source": Source.WORK,
+        "age": "",
         "category": "places",
     }
 
@@ -740,9 +751,10 @@ def test_the_dashboard_shows_memory_counts_and_recent_extractions(staff_client, 
     assert page.find(id="count-pending").text == "2"
     assert page.find(id="count-active").text == "3"
     assert page.find(id="count-archived").text == "1"
-    assert page.find(id="runs-total").text == "4"
+    assert page.find(id="runs-total").text == "3"  # the skipped run is not an extraction
+    assert page.find(id="runs-skipped").text == "1"
     assert page.find(id="runs-failed").text == "1"
-    failures = page.find("table").text
+    failures = page.find("table", id="failures").text
     assert "model timed out" in failures
     assert "ancient failure" not in failures
 
@@ -754,7 +766,8 @@ def test_a_quiet_dashboard_shows_zeros_and_no_failures(staff_client):
 
     ids = ("count-pending", "count-active", "count-archived", "runs-total", "runs-failed")
     assert [page.find(id=i).text for i in ids] == ["0"] * 5
-    assert page.find_all("table") == []
+    assert page.find_all("table", id="failures") == []
+    assert "ancient failure" in page.find("table", id="runs").text
 
 
 def test_the_dashboard_links_to_the_queue(staff_client):

@@ -1,0 +1,132 @@
+"""Consolidation proposals for reviewers (staff, or a key with the review scope):
+GET /api/admin/consolidation-proposals[/{id}], POST .../{id}/approve and .../{id}/reject."""
+
+import django_filters
+from django.conf import settings
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAdminUser, IsAuthenticated
+from rest_framework.response import Response
+
+from memories import consolidation
+from memories.api.permissions import KeyHasScope
+from memories.api.serializers import MemorySerializer, StrictInputMixin, trimmed_char
+from memories.api.views import parse_uuid, validated
+from memories.models import (
+    ApiKeyScope,
+    ConsolidationProposal,
+    ProposalKind,
+    ProposalStatus,
+    RevisionAction,
+)
+
+
+class ConsolidationProposalSerializer(serializers.ModelSerializer):
+    user_id = serializers.UUIDField(read_only=True)
+    memories = MemorySerializer(many=True, read_only=True)
+    keep_id = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="merge: the memory that keeps its id and takes key and value; the others "
+        "are archived.",
+    )
+    key = serializers.CharField(read_only=True, help_text="merge: the merged key ('' else).")
+    value = serializers.CharField(read_only=True, help_text="merge: the merged value ('' else).")
+    decided_by_id = serializers.UUIDField(
+        read_only=True, allow_null=True, help_text="Null for a withdrawn proposal."
+    )
+
+    class Meta:
+        model = ConsolidationProposal
+        fields = [
+            "id",
+            "kind",
+            "status",
+            "user_id",
+            "memories",
+            "keep_id",
+            "key",
+            "value",
+            "similarity",
+            "reason",
+            "created_at",
+            "decided_at",
+            "decided_by_id",
+            "decision_note",
+        ]
+        read_only_fields = fields
+
+
+class ProposalApproveSerializer(StrictInputMixin, serializers.Serializer):
+    """Optional: the reviewer's own text for the merged memory."""
+
+    key = trimmed_char(settings.MEMORY_KEY_MAX_LENGTH, required=False)
+    value = trimmed_char(settings.MEMORY_VALUE_MAX_LENGTH, required=False)
+
+
+class ProposalFilter(django_filters.FilterSet):
+    """Query parameters of the list. `status` defaults to pending."""
+
+    status = django_filters.ChoiceFilter(choices=ProposalStatus.choices, method="filter_status")
+    kind = django_filters.ChoiceFilter(choices=ProposalKind.choices)
+    user_id = django_filters.UUIDFilter(field_name="user_id")
+
+    class Meta:
+        model = ConsolidationProposal
+        fields = []
+
+    def filter_queryset(self, queryset):
+        if not self.form.cleaned_data.get("status"):
+            queryset = queryset.filter(status=ProposalStatus.PENDING)
+        return super().filter_queryset(queryset)
+
+    def filter_status(self, queryset, name, value):
+        return queryset.filter(status=value)
+
+
+class ConsolidationProposalViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Merges and archivals that consolidation proposes, for review: nothing changes until one
+    is approved."""
+
+    # The key's scope is checked before staff, so a key without review hears which it lacks.
+    permission_classes = [IsAuthenticated, KeyHasScope, IsAdminUser]
+    serializer_class = ConsolidationProposalSerializer
+    filterset_class = ProposalFilter
+    key_scope = ApiKeyScope.REVIEW
+    key_acts_as_itself = True
+    lookup_value_regex = "[^/]+"
+
+    def get_queryset(self):
+        return consolidation.proposals_for_review()
+
+    def _proposal_id(self):
+        return parse_uuid(self.kwargs["pk"], what="consolidation proposal")
+
+    def _respond(self, proposal):
+        return Response(
+            ConsolidationProposalSerializer(proposal, context={"request": self.request}).data
+        )
+
+    def retrieve(self, request, pk=None):
+        return self._respond(consolidation.proposal_get(proposal_id=self._proposal_id()))
+
+    @extend_schema(request=ProposalApproveSerializer, responses=ConsolidationProposalSerializer)
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def approve(self, request, pk=None):
+        data = validated(ProposalApproveSerializer, request)
+        proposal = consolidation.proposal_decide(
+            proposal_id=self._proposal_id(),
+            actor=request.user,
+            decision=RevisionAction.APPROVE,
+            **data,
+        )
+        return self._respond(proposal)
+
+    @extend_schema(request=None, responses=ConsolidationProposalSerializer)
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def reject(self, request, pk=None):
+        proposal = consolidation.proposal_decide(
+            proposal_id=self._proposal_id(), actor=request.user, decision=RevisionAction.REJECT
+        )
+        return self._respond(proposal)
