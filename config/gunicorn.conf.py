@@ -52,3 +52,13 @@ def post_worker_init(worker):
     embedder_warm_up()
     get_resolver().url_patterns  # noqa: B018 (the property imports every view module)
     worker.log.info("worker %s ready in %.1f s", worker.pid, time.perf_counter() - started)
+
+
+def child_exit(server, worker):
+    """In the master, when a worker has exited: with PROMETHEUS_MULTIPROC_DIR, its files stop
+    counting towards live gauges (prometheus-client's multiprocess mode asks for this)."""
+    from django.conf import settings
+    from prometheus_client import multiprocess
+
+    if settings.PROMETHEUS_MULTIPROC_DIR:
+        multiprocess.mark_process_dead(worker.pid, path=settings.PROMETHEUS_MULTIPROC_DIR)

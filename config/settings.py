@@ -264,6 +264,22 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# acks_late: a task's message stays in Redis, unacknowledged, until the task has ended. When a
+# worker dies mid-task (SIGKILL, out of memory, a lost machine) Redis hands the message to
+# another worker once it has been out this long. That delivery takes the dead attempt's run
+# over only after EXTRACTION_CLAIM_SECONDS (extraction/runs.py), so this must be longer (see
+# below); and longer than any task runs with its retries, or a live task is delivered twice
+# (harmless: the run is taken once, but its model call is paid twice).
+_visibility_timeout = env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=3600, minimum=1)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": _visibility_timeout,
+    # Workers look for such messages every tenth of the timeout (1-10 s, one cheap Redis
+    # query); kombu's own default looks every 100 s.
+    "unacked_restore_interval": max(1, min(10, _visibility_timeout // 10)),
+    "unacked_restore_throttle": 1,
+}
+# Beat's record of when each schedule last ran, wherever `celery beat` is started from.
+CELERY_BEAT_SCHEDULE_FILENAME = str(BASE_DIR / "var" / "celerybeat-schedule")
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default="") or None
 CELERY_TASK_IGNORE_RESULT = True
 
@@ -412,6 +428,14 @@ EXTRACTION_LLM_ATTEMPTS = env.int("EXTRACTION_LLM_ATTEMPTS", default=3)
 EXTRACTION_LLM_BACKOFF_SECONDS = env.float("EXTRACTION_LLM_BACKOFF_SECONDS", default=2.0)
 EXTRACTION_DUPLICATE_SIMILARITY = env.float("EXTRACTION_DUPLICATE_SIMILARITY", default=0.92)
 EXTRACTION_CLAIM_SECONDS = env.int("EXTRACTION_CLAIM_SECONDS", default=600)
+if _visibility_timeout <= EXTRACTION_CLAIM_SECONDS:
+    # Else a task redelivered after its worker died finds its run still claimed, leaves it,
+    # and the run stays `running` for good.
+    raise ConfigurationError(
+        f"CELERY_VISIBILITY_TIMEOUT_SECONDS={_visibility_timeout} must be longer than "
+        f"EXTRACTION_CLAIM_SECONDS={EXTRACTION_CLAIM_SECONDS}: a task whose worker died is "
+        "delivered again after the first and may take its run over only after the second"
+    )
 EXTRACTION_SCAN_INTERVAL_SECONDS = env.int("EXTRACTION_SCAN_INTERVAL_SECONDS", default=300)
 CELERY_BEAT_SCHEDULE = {
     "scan-extractions": {

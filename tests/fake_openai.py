@@ -4,7 +4,8 @@ protocol: the one stand-in the tests use, for the outside model provider.
 Embeddings are deterministic bags of hashed words (texts sharing words point the same way).
 Chat answers come from a queue the test fills: a dict is sent as the JSON body of a normal
 completion, ("status", code) answers with that HTTP error, ("sleep", seconds) stalls, and a
-str is sent as the message content. Every request is recorded."""
+str is sent as the message content. With the queue empty, `chat_responder` (when set) makes
+the answer from the request's body, in the request's own thread. Every request is recorded."""
 
 import hashlib
 import json
@@ -31,6 +32,7 @@ class FakeOpenAI:
         self.requests: list[dict] = []
         self.chat_answers: deque = deque()
         self.embedding_failures: deque = deque()
+        self.chat_responder = None  # body -> answer, for answers that depend on the request
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -99,7 +101,12 @@ class FakeOpenAI:
                 )
 
             def _chat(self, body):
-                answer = fake.chat_answers.popleft() if fake.chat_answers else {"memories": []}
+                if fake.chat_answers:
+                    answer = fake.chat_answers.popleft()
+                elif fake.chat_responder is not None:
+                    answer = fake.chat_responder(body)
+                else:
+                    answer = {"memories": []}
                 if isinstance(answer, tuple) and answer[0] == "status":
                     return self._send(answer[1], {"error": {"message": "scripted failure"}})
                 if isinstance(answer, tuple) and answer[0] == "sleep":

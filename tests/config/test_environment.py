@@ -120,3 +120,14 @@ def test_well_formed_values_in_every_spelling_start():
 
     assert done.returncode == 0, done.stderr
     assert "System check identified no issues" in done.stdout
+
+
+def test_a_visibility_timeout_no_longer_than_the_claim_time_stops_start_up():
+    done = manage("check", CELERY_VISIBILITY_TIMEOUT_SECONDS="600", EXTRACTION_CLAIM_SECONDS="600")
+
+    assert done.returncode != 0
+    assert done.stderr.strip() == (
+        "ImproperlyConfigured: CELERY_VISIBILITY_TIMEOUT_SECONDS=600 must be longer than "
+        "EXTRACTION_CLAIM_SECONDS=600: a task whose worker died is delivered again after the "
+        "first and may take its run over only after the second"
+    )

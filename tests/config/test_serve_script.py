@@ -1,4 +1,6 @@
 """scripts/serve's DEBUG: the environment wins, then .env, then serve's own default (true).
+scripts/serve --production: the settings checked, the preparation, then gunicorn, a Celery
+worker and beat with an emptied metrics directory (tests/test_topology.py runs them for real).
 
 The script runs for real in a copy of scripts/ whose .venv/bin/python is a stand-in that
 records the DEBUG each manage.py command was started with (Django reads .env itself)."""
@@ -7,6 +9,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,3 +84,112 @@ def test_debug_from_the_environment_wins_over_dotenv(checkout):
     seen = serve(checkout, dotenv="DEBUG=true\n", DEBUG="false")
 
     assert set(seen.values()) == {"false"}
+
+
+# --- --production --------------------------------------------------------------------------------
+
+# The settings check (manage.py shell) runs for real, on this repository's settings; every
+# other command is recorded with the variables the processes would see.
+PRODUCTION_STAND_IN = f"""#!/usr/bin/env bash
+if [ "$1 $2" = "manage.py shell" ]; then cd {REPO} && exec {sys.executable} "$@"; fi
+seen="${{DEBUG-{UNSET}}} ${{PROMETHEUS_MULTIPROC_DIR-{UNSET}}}"
+echo "$* | $seen" >> "$(dirname "$0")/../../calls.log"
+# gunicorn and Celery run on until the first of them stops, which stops the others.
+if [ "$1" = -m ]; then sleep 1; fi
+"""
+PRODUCTION = {
+    "DATABASE_URL": "postgres://memory:secret@127.0.0.1:1/memory",  # never connected to
+    "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",
+    "SECRET_KEY": "test-only-secret-key",
+}
+
+
+def serve_production(checkout: Path, **variables: str) -> subprocess.CompletedProcess:
+    (checkout / ".venv" / "bin" / "python").write_text(PRODUCTION_STAND_IN)
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DEBUG", "DJANGO_SETTINGS_MODULE", "PROMETHEUS_MULTIPROC_DIR")
+        and not key.startswith(("DATABASE_", "CELERY_"))
+    }
+    environment.update(variables)
+    return subprocess.run(
+        [str(checkout / "scripts" / "serve"), "--production"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def calls_of(checkout: Path) -> list[str]:
+    log = checkout / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_production_prepares_then_runs_gunicorn_a_worker_and_beat_with_emptied_metrics(checkout):
+    stale = checkout / "var" / "metrics" / "counter_123.db"
+    stale.parent.mkdir(parents=True)
+    stale.write_text("figures of a process that ran before")
+
+    done = serve_production(checkout, **PRODUCTION)
+
+    assert done.returncode == 0, done.stderr
+    metrics = checkout / "var" / "metrics"
+    seen = f" | {UNSET} {metrics}"
+    calls = calls_of(checkout)
+    assert calls[:3] == [
+        f"manage.py migrate --noinput{seen}",
+        f"manage.py collectstatic --noinput{seen}",
+        f"manage.py export_embedder{seen}",
+    ]
+    assert sorted(calls[3:]) == [
+        f"-m celery -A config beat{seen}",
+        f"-m celery -A config worker --concurrency 2{seen}",
+        f"-m gunicorn -c config/gunicorn.conf.py --bind 127.0.0.1:8000 --workers 2{seen}",
+    ]
+    assert metrics.is_dir() and list(metrics.iterdir()) == []
+
+
+def test_production_keeps_the_metrics_directory_and_sizes_the_settings_give(checkout, tmp_path):
+    metrics = tmp_path / "shared-metrics"
+
+    done = serve_production(
+        checkout,
+        **PRODUCTION,
+        PROMETHEUS_MULTIPROC_DIR=str(metrics),
+        WEB_CONCURRENCY="4",
+        WORKER_CONCURRENCY="3",
+        PORT="9000",
+    )
+
+    assert done.returncode == 0, done.stderr
+    calls = calls_of(checkout)
+    assert f"-m celery -A config worker --concurrency 3 | {UNSET} {metrics}" in calls
+    assert (
+        f"-m gunicorn -c config/gunicorn.conf.py --bind 127.0.0.1:9000 --workers 4 | {UNSET} "
+        f"{metrics}" in calls
+    )
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        (
+            {"DATABASE_URL": "sqlite:////tmp/memory.sqlite3"},
+            "--production runs on PostgreSQL: set DATABASE_URL=postgres://...",
+        ),
+        (
+            {"CELERY_BROKER_URL": ""},
+            "--production runs Celery on Redis: set CELERY_BROKER_URL=redis://...",
+        ),
+    ],
+)
+def test_production_without_postgresql_or_a_broker_stops_before_anything_runs(
+    checkout, variables, message
+):
+    done = serve_production(checkout, **(PRODUCTION | variables))
+
+    assert done.returncode != 0
+    assert done.stderr.strip().splitlines()[-1] == message
+    assert calls_of(checkout) == []
