@@ -6,6 +6,7 @@ user's scores depend on another user's memories. The list endpoint's `query` fil
 word must match, as a prefix) uses the database's own full-text search: SQLite FTS5, or a
 generated tsvector column with a GIN index on PostgreSQL."""
 
+import heapq
 import re
 from collections.abc import Iterable, Sequence
 from uuid import UUID
@@ -29,6 +30,8 @@ from memories.recall.words import query_terms
 
 FTS_TABLE = "fts_memories"
 FTS_ROWS = "fts_memory_rows"
+# How many found memories at most are completed with the common words (see search).
+COMMON_WORD_LOOKUPS = 150
 MAX_FILTER_WORDS = 32
 
 
@@ -79,11 +82,13 @@ class KeywordIndex:
             partial = bm25.scores(terms=terms, postings=found, collection=collection)
             kth_best = sorted((score for score, _ in partial.values()), reverse=True)[k - 1]
             threshold = kth_best - bm25.most_a_memory_gains(common, collection)
-            found = {
-                memory_id: held
-                for memory_id, held in found.items()
-                if partial.get(memory_id, (0.0,))[0] >= threshold
-            }
+            reachable = [m for m, (score, _) in partial.items() if score >= threshold]
+            # Past COMMON_WORD_LOOKUPS of them, only the best by the rare words are completed:
+            # each costs an index lookup, and the rare words have already ranked them.
+            reachable = heapq.nsmallest(
+                COMMON_WORD_LOOKUPS, reachable, key=lambda m: (-partial[m][0], m)
+            )
+            found = {memory_id: found[memory_id] for memory_id in reachable}
         if common and found:
             more = postings_of(partition_ids=partition_ids, terms=common, memory_ids=list(found))
             for memory_id, held in more.items():
