@@ -407,6 +407,8 @@ def tune_section(found: list) -> list[str]:
     for name, data in sorted(runs, key=lambda run: run[1]["meta"]["date"]):
         meta = data["meta"]
         out += [f"### {name}: code {meta['git']}, {meta['date']}", ""]
+        if meta.get("note"):
+            out += [meta["note"][0].upper() + meta["note"][1:] + ".", ""]
         databases = list(data["tune"])
         variants = list(next(iter(data["tune"].values()))["variants"])
         columns = [(d, v) for d in databases for v in variants]
