@@ -116,27 +116,12 @@ class SqliteFtsIndex(KeywordIndex):
         super().save(memory=memory, partition=partition)
         with connection.cursor() as cursor:
             _delete_fts_rows(cursor, [memory.id.hex])
-            cursor.execute(
-                f"INSERT INTO {FTS_TABLE}(text, memory_id) VALUES (%s, %s)",
-                [memory.embedding_text, memory.id.hex],
-            )
-            cursor.execute(
-                f"INSERT INTO {FTS_ROWS}(memory_id, fts_rowid) VALUES (%s, %s)",
-                [memory.id.hex, cursor.lastrowid],
-            )
+            _insert_fts_rows(cursor, [memory])
 
     def save_new(self, *, memories):
         super().save_new(memories=memories)
         with connection.cursor() as cursor:
-            for memory in memories:
-                cursor.execute(
-                    f"INSERT INTO {FTS_TABLE}(text, memory_id) VALUES (%s, %s)",
-                    [memory.embedding_text, memory.id.hex],
-                )
-                cursor.execute(
-                    f"INSERT INTO {FTS_ROWS}(memory_id, fts_rowid) VALUES (%s, %s)",
-                    [memory.id.hex, cursor.lastrowid],
-                )
+            _insert_fts_rows(cursor, memories)
 
     def delete(self, *, memory_ids):
         memory_ids = list(memory_ids)
@@ -159,6 +144,18 @@ class SqliteFtsIndex(KeywordIndex):
         match = "text : (" + " AND ".join(f'"{t}"*' for t in terms) + ")"
         return queryset.filter(
             id__in=RawSQL(f"SELECT memory_id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [match])
+        )
+
+
+def _insert_fts_rows(cursor, memories: Iterable[Memory]) -> None:
+    for memory in memories:
+        cursor.execute(
+            f"INSERT INTO {FTS_TABLE}(text, memory_id) VALUES (%s, %s)",
+            [memory.embedding_text, memory.id.hex],
+        )
+        cursor.execute(
+            f"INSERT INTO {FTS_ROWS}(memory_id, fts_rowid) VALUES (%s, %s)",
+            [memory.id.hex, cursor.lastrowid],
         )
 
 
