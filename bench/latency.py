@@ -179,7 +179,12 @@ def _probes(pairs, scopes) -> dict:
             keyword_search(pair)
 
     def one_statement(pair):
-        candidates.find_candidates(query=pair[0], vector=pair[1], scopes=scopes, k=k)
+        candidates.find_candidates(
+            vector=pair[1],
+            scopes=scopes,
+            k=k,
+            keyword=candidates.keyword_hits(query=pair[0], scopes=scopes, k=k),
+        )
 
     def step_by_step(pair):
         hits = keyword.search(text=pair[0], scopes=scopes, k=k)

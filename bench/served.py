@@ -208,6 +208,8 @@ class Server:
             SECRET_KEY=secrets.token_urlsafe(50),
             DATABASE_URL=url,
             ALLOWED_HOSTS="127.0.0.1,localhost",
+            # Each answer's Server-Timing header: where its time went (ops.timing).
+            SERVER_TIMING="true",
         )
         self.process: subprocess.Popen | None = None
 
@@ -300,6 +302,13 @@ class Timer:
 
 
 def _request(connection, method: str, path: str, headers: dict, body=None, expect=200):
+    return _exchange(connection, method, path, headers, body, expect)[0]
+
+
+def _exchange(connection, method: str, path: str, headers: dict, body=None, expect=200):
+    """The body of the answer and its Server-Timing stages ({name: ms})."""
+    from ops.timing import parse_header
+
     if body is not None:
         body = json.dumps(body)
         headers = {**headers, "Content-Type": "application/json"}
@@ -310,7 +319,7 @@ def _request(connection, method: str, path: str, headers: dict, body=None, expec
         raise RuntimeError(f"{method} {path} answered {response.status}: {data[:300]!r}")
     if response.getheader("Connection", "").lower() == "close":
         raise RuntimeError(f"{method} {path} answered Connection: close (no keep-alive)")
-    return data
+    return data, parse_header(response.getheader("Server-Timing", ""))
 
 
 def _search_path(query: str) -> str:
@@ -325,11 +334,12 @@ def _searches(port: int, headers: dict, queries: list[str], timer: Timer) -> dic
     for j in range(min(WARM_UP, n)):
         _request(connection, "GET", _search_path(queries[j]), headers)
         timer.time(j)
-    http_seconds, knn_seconds, embed_seconds = [], [], []
+    http_seconds, knn_seconds, embed_seconds, stages = [], [], [], []
     for j in range(n):
         started = time.perf_counter()
-        _request(connection, "GET", _search_path(queries[j]), headers)
+        _, timings = _exchange(connection, "GET", _search_path(queries[j]), headers)
         http_seconds.append(time.perf_counter() - started)
+        stages.append(timings)
         timed = timer.time((j + n // 2) % n)
         knn_seconds.append(timed["knn"])
         embed_seconds.append(timed["embed"])
@@ -342,7 +352,56 @@ def _searches(port: int, headers: dict, queries: list[str], timer: Timer) -> dic
     for p in ("p50", "p95"):
         floor = out["knn"][f"{p}_ms"] + out["embed"][f"{p}_ms"]
         out[f"ratio_http_to_knn_plus_embed_{p}"] = round(out["http"][f"{p}_ms"] / floor, 2)
+    out["breakdown"] = breakdown(http_seconds, stages)
     return out
+
+
+# The stages of one search in the order it goes through them (ops.timing names), then what
+# is left: Django's own work outside them, and the server and the network.
+SEARCH_STAGES = (
+    ("auth", "authentication: service key and end user"),
+    ("embedding", "query embedding"),
+    ("keyword", "keyword search (BM25 over the user's postings)"),
+    ("candidates", "nearest neighbours and candidate rows"),
+    ("scoring", "scoring"),
+    ("access_write", "access counts written"),
+    ("serialize", "serialisation"),
+    ("render", "JSON rendering"),
+)
+OUTSIDE_STAGES = ("django, outside the stages", "gunicorn, socket and HTTP")
+
+
+def breakdown(http_seconds: list[float], stages: list[dict]) -> list[dict]:
+    """Per stage of the Server-Timing headers: mean, p50 and p95 in ms, and its share of the
+    mean HTTP time. The rows add up to the HTTP time: the rest of the app's time (routing,
+    middleware, parameters) and what the client measured beyond the app's time (gunicorn,
+    the socket, HTTP) are rows of their own."""
+    from bench.metrics import latency_summary
+
+    if not stages or not all("app" in timings for timings in stages):
+        raise RuntimeError("an answer had no Server-Timing header (SERVER_TIMING is off?)")
+    per_request = []
+    for seconds, timings in zip(http_seconds, stages, strict=True):
+        row = {name: timings.get(name, 0.0) for name, _ in SEARCH_STAGES}
+        row[OUTSIDE_STAGES[0]] = timings["app"] - sum(row.values())
+        row[OUTSIDE_STAGES[1]] = seconds * 1000 - timings["app"]
+        per_request.append(row)
+    labels = dict(SEARCH_STAGES)
+    total = sum(seconds * 1000 for seconds in http_seconds) / len(http_seconds)
+    rows = []
+    for name in per_request[0]:
+        summary = latency_summary([row[name] / 1000 for row in per_request])
+        rows.append(
+            {
+                "stage": name,
+                "what": labels.get(name, name),
+                "mean_ms": summary["mean_ms"],
+                "p50_ms": summary["p50_ms"],
+                "p95_ms": summary["p95_ms"],
+                "share": round(summary["mean_ms"] / total, 3),
+            }
+        )
+    return rows
 
 
 def _client(port, headers, queries, offset, seconds, barrier, results) -> None:

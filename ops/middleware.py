@@ -2,7 +2,8 @@
 X-Request-Id when sane, else a new one) for the log lines written while it is answered and
 for the response header; counts and times it for /metrics by URL pattern; and logs one line
 for it, with the user, route, status and time. That line has the path, never the query
-string (a search's words)."""
+string (a search's words). With SERVER_TIMING on, it also adds the Server-Timing header
+(ops.timing)."""
 
 import logging
 import time
@@ -10,7 +11,7 @@ import time
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from ops import context, metrics
+from ops import context, metrics, timing
 
 logger = logging.getLogger("ops.requests")
 
@@ -23,15 +24,23 @@ class RequestObservationMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
         self.static_prefix = "/" + settings.STATIC_URL.lstrip("/")
+        self.server_timing = settings.SERVER_TIMING
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = context.request_id_from(request.headers.get("X-Request-Id"))
         # Ended on request_finished (ops.signals), once the server has sent the response.
         context.start_request(request, request_id)
+        if self.server_timing:
+            timing.start_request()
         started = time.perf_counter()
-        response = self.get_response(request)
+        try:
+            response = self.get_response(request)
+        finally:
+            stages = timing.end_request() if self.server_timing else None
         seconds = time.perf_counter() - started
         response["X-Request-Id"] = request_id
+        if stages is not None:
+            response["Server-Timing"] = timing.header_value(stages, app_seconds=seconds)
         self._record(request, response, seconds)
         return response
 

@@ -6,6 +6,7 @@ from rest_framework import authentication, exceptions
 
 from memories.api_keys import Unauthenticated, principal_for
 from memories.errors import ServiceError
+from ops import timing
 
 
 class ApiKeyRequestError(exceptions.APIException):
@@ -27,11 +28,12 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             return None
         view = request.parser_context.get("view") if request.parser_context else None
         try:
-            principal = principal_for(
-                authorization=header,
-                external_id=request.META.get("HTTP_X_USER_ID"),
-                key_acts_as_itself=getattr(view, "key_acts_as_itself", False),
-            )
+            with timing.stage("auth"):
+                principal = principal_for(
+                    authorization=header,
+                    external_id=request.META.get("HTTP_X_USER_ID"),
+                    key_acts_as_itself=getattr(view, "key_acts_as_itself", False),
+                )
         except Unauthenticated as error:
             raise exceptions.AuthenticationFailed(error.detail) from None
         except ServiceError as error:

@@ -66,6 +66,7 @@ from memories.models import (
 from memories.recall.hint import memory_hint
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import recall_scopes
+from ops import timing
 
 
 def parse_uuid(raw: str, *, field: str = "id", what: str = "object") -> UUID:
@@ -218,9 +219,9 @@ class MemoryViewSet(viewsets.GenericViewSet):
         hits = memory_recall(
             query=params["q"], scopes=scopes_for(request, params), top_k=params["top_k"]
         )
-        return Response(
-            {"data": RecallResultSerializer(hits, many=True, context={"request": request}).data}
-        )
+        with timing.stage("serialize"):
+            data = RecallResultSerializer(hits, many=True, context={"request": request}).data
+        return Response({"data": data})
 
     @extend_schema(request=ContextRequestSerializer, responses=ContextResponseSerializer)
     @action(detail=False, methods=["post"], filterset_class=None, pagination_class=None)

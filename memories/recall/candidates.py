@@ -1,10 +1,11 @@
 """The candidates of a recall: the memories either half brings (nearest neighbours, keyword
 hits), with what scoring reads of them.
 
-The keyword hits come first (bm25.py over the caller's own memories). Then, on PostgreSQL with
-a query vector, one statement reads the nearest neighbours, the rows of both and the distances
-of keyword-only hits (each separate query would cost a round trip and a plan as dear as the
-HNSW search itself); elsewhere the vector store is asked and the rows are read after."""
+The keyword hits come first (keyword_hits: bm25.py over the caller's own memories). Then, on
+PostgreSQL with a query vector, one statement reads the nearest neighbours, the rows of both
+and the distances of keyword-only hits (each separate query would cost a round trip and a
+plan as dear as the HNSW search itself); elsewhere the vector store is asked and the rows
+are read after."""
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ from uuid import UUID
 from django.db import connection
 
 from memories.models import Memory, Status
+from memories.recall.bm25 import KeywordHit
 from memories.recall.keyword import get_keyword_index
 from memories.recall.scopes import RecallScope, scopes_condition, scopes_sql
 from memories.recall.vector_store import get_vector_store
@@ -42,19 +44,24 @@ class Candidate(NamedTuple):  # a tuple: a recall builds some 100 of them
     access_count: int
 
 
+def keyword_hits(*, query: str, scopes: Sequence[RecallScope], k: int) -> dict[UUID, KeywordHit]:
+    """Up to k keyword hits, active in these scopes, by memory id."""
+    if not scopes:
+        return {}
+    hits = get_keyword_index().search(text=query, scopes=scopes, k=k)
+    return {hit.memory_id: hit for hit in hits}
+
+
 def find_candidates(
     *,
-    query: str,
     vector: Sequence[float] | None,
     scopes: Sequence[RecallScope],
     k: int,
+    keyword: dict[UUID, KeywordHit],
 ) -> list[Candidate]:
-    """Up to k nearest neighbours and up to k keyword hits, active in these scopes."""
+    """Up to k nearest neighbours and the keyword hits (keyword_hits), active in these scopes."""
     if not scopes:
         return []
-    keyword = {
-        hit.memory_id: hit for hit in get_keyword_index().search(text=query, scopes=scopes, k=k)
-    }
     if vector is not None and get_vector_store().composes_sql:
         rows, similarities = _in_one_statement(vector=vector, scopes=scopes, k=k, keyword=keyword)
     else:
@@ -90,7 +97,7 @@ def _step_by_step(*, vector, scopes, k, keyword) -> tuple[list, list]:
         for hit in store.nearest(vector=vector, partitions=partitions, k=k, status=Status.ACTIVE):
             similarity[hit.memory_id] = hit.similarity
         missing = [memory_id for memory_id in keyword if memory_id not in similarity]
-        for hit in store.distances(vector=vector, memory_ids=missing):
+        for hit in store.distances(vector=vector, memory_ids=missing, partitions=partitions):
             similarity[hit.memory_id] = hit.similarity
     ids = set(similarity) | set(keyword)
     if not ids:

@@ -1,6 +1,6 @@
 """Hybrid recall: nearest neighbours united with keyword hits, in the caller's scopes, scored
 by one function, cut to top_k; every hit counts as an access. Each stage's time goes to the
-recall stage histogram of /metrics."""
+recall stage histogram of /metrics and the request's Server-Timing header."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,7 +13,7 @@ from django.utils import timezone
 from memories.embedders import embed_one
 from memories.models import Memory
 from memories.recall import scoring
-from memories.recall.candidates import Candidate, find_candidates
+from memories.recall.candidates import Candidate, find_candidates, keyword_hits
 from memories.recall.scopes import RecallScope
 from ops.metrics import recall_stage
 
@@ -36,14 +36,17 @@ def memory_recall(
     """The top_k active memories of these scopes for `query`, best first.
     Raises EmbedderUnavailable when the configured embedder fails."""
     weights = weights or scoring.Weights.from_settings()
+    k = settings.RECALL_CANDIDATES
     vector = query_vector
     if vector is None:
+        # Not beside the keyword search on another thread: measured through gunicorn, the
+        # two slowed each other down as much as they overlapped (docs/benchmarks.md).
         with recall_stage("embedding"):
             vector = embed_one(query)
+    with recall_stage("keyword"):
+        keyword = keyword_hits(query=query, scopes=scopes, k=k)
     with recall_stage("candidates"):
-        candidates = find_candidates(
-            query=query, vector=vector, scopes=scopes, k=settings.RECALL_CANDIDATES
-        )
+        candidates = find_candidates(vector=vector, scopes=scopes, k=k, keyword=keyword)
     with recall_stage("scoring"):
         scored = rank(candidates, weights=weights, now=timezone.now(), top_k=top_k)
     if not scored:

@@ -81,7 +81,12 @@ def test_one_statement_finds_the_same_candidates_as_step_by_step(postgresql, own
             assert similarity == pytest.approx(twin_similarity, abs=1e-5)
             assert row[:4] == twin_row[:4] and row[6] == twin_row[6]
             assert abs((row[4] - twin_row[4]).total_seconds()) < 1e-3
-    found = candidates.find_candidates(query=query, vector=vector, scopes=scopes, k=50)
+    found = candidates.find_candidates(
+        vector=vector,
+        scopes=scopes,
+        k=50,
+        keyword=candidates.keyword_hits(query=query, scopes=scopes, k=50),
+    )
     keys = set(
         Memory.objects.filter(id__in=[c.memory_id for c in found]).values_list("key", flat=True)
     )

@@ -71,8 +71,15 @@ class VectorStore(Protocol):
         """A scalar subquery: the distance from `vector` to the memory whose id is the SQL
         expression `memory_id` (NULL without a vector; when composes_sql)."""
 
-    def distances(self, *, vector: Sequence[float], memory_ids: Iterable[UUID]) -> list[Neighbour]:
-        """The distance from `vector` to each of these memories that has a vector."""
+    def distances(
+        self,
+        *,
+        vector: Sequence[float],
+        memory_ids: Iterable[UUID],
+        partitions: Sequence[str] | None = None,
+    ) -> list[Neighbour]:
+        """The distance from `vector` to each of these memories that has a vector.
+        `partitions`, when the caller knows them, are those the memories are searched in."""
 
     def vectors_of(self, *, memory_ids: Iterable[UUID]) -> dict[UUID, list[float]]:
         """The stored vectors of these memories (those that have one), in one query."""

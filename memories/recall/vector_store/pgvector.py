@@ -104,7 +104,7 @@ class PgVectorStore:
             [Vector(list(vector)).to_text()],
         )
 
-    def distances(self, *, vector, memory_ids):
+    def distances(self, *, vector, memory_ids, partitions=None):
         ids = list(memory_ids)
         if not ids:
             return []

@@ -1,5 +1,8 @@
-"""sqlite-vec implementation: a vec0 virtual table partitioned by owner and scope carrier,
-searched exactly (sqlite-vec scans every vector of the partitions asked for)."""
+"""sqlite-vec implementation: a vec0 virtual table partitioned by owner and scope carrier.
+Searches for active memories outside a transaction go to an in-process mirror of the
+partition (sqlite_mirror.py: the same exact search, several times faster); others to
+sqlite-vec, which scans every vector of the partitions asked for. Every write also appends
+to the mirrors' change log."""
 
 import json
 from collections.abc import Iterable, Sequence
@@ -8,8 +11,10 @@ from uuid import UUID
 import sqlite_vec
 from django.db import connection
 
-from memories.models import Memory, MemoryEmbedding
+from memories.models import Memory, MemoryEmbedding, Status
+from memories.recall.vector_store import sqlite_mirror
 from memories.recall.vector_store.base import Neighbour, partition_of
+from memories.recall.vector_store.sqlite_mirror import ALL_PARTITIONS, log_changes, mirrors
 
 TABLE = "vec_memory_embeddings"
 
@@ -58,6 +63,7 @@ class SqliteVecStore:
                 INSERT,
                 [memory.id.hex, partition, memory.status, sqlite_vec.serialize_float32(vector)],
             )
+            log_changes(cursor, [(partition, memory.id.hex)])
 
     def save_many(self, *, items, model: str) -> None:
         items = list(items)
@@ -90,14 +96,17 @@ class SqliteVecStore:
                     for memory, vector in items
                 ],
             )
+            log_changes(cursor, [(partition_of(memory), memory.id.hex) for memory, _ in items])
 
     def delete(self, *, memory_ids: Iterable[UUID]) -> None:
         ids = list(memory_ids)
         if not ids:
             return
+        partitions = _partitions_of(ids)
         MemoryEmbedding.objects.filter(memory_id__in=ids).delete()
         with connection.cursor() as cursor:
             cursor.executemany(f"DELETE FROM {TABLE} WHERE memory_id = %s", [[i.hex] for i in ids])
+            log_changes(cursor, partitions)
 
     def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
         memory_ids = list(memory_ids)
@@ -107,10 +116,18 @@ class SqliteVecStore:
                 f"UPDATE {TABLE} SET status = %s WHERE memory_id = %s",
                 [[status, i.hex] for i in memory_ids],
             )
+            log_changes(cursor, _partitions_of(memory_ids))
 
     def nearest(self, *, vector, partitions, k, status):
         if not partitions or k <= 0:
             return []
+        if status == Status.ACTIVE and mirrors.usable():
+            found = _mirrored(vector, partitions, lambda mirror, q: mirror.nearest(q, k))
+            if found is not None:
+                found.sort(key=lambda pair: pair[1])
+                return [
+                    Neighbour(UUID(hex=memory_id), distance) for memory_id, distance in found[:k]
+                ]
         placeholders = ", ".join(["%s"] * len(partitions))
         with connection.cursor() as cursor:
             cursor.execute(
@@ -132,18 +149,29 @@ class SqliteVecStore:
             cursor.execute(f"SELECT count(*) FROM {TABLE}")
             return cursor.fetchone()[0]
 
-    def distances(self, *, vector, memory_ids):
-        """Cosine distance from `vector` to each given memory's vector (those that have one)."""
+    def distances(self, *, vector, memory_ids, partitions=None):
+        """Cosine distance from `vector` to each given memory's vector (those that have one).
+        With `partitions`, active memories of those are read from their mirrors."""
+        remaining = {memory_id.hex: memory_id for memory_id in memory_ids}
+        found: list[Neighbour] = []
+        if partitions and remaining and mirrors.usable():
+
+            def lookup(mirror, query):
+                return mirror.distances(query, list(remaining))
+
+            for memory_id, distance in _mirrored(vector, partitions, lookup) or []:
+                found.append(Neighbour(remaining.pop(memory_id), distance))
         query = sqlite_vec.serialize_float32(list(vector))
-        rows = _point_lookups(
+        rows = point_lookups(
             f"SELECT memory_id, vec_distance_cosine(embedding, %s) FROM {TABLE} "
             "WHERE memory_id = %s",
-            [(query, memory_id.hex) for memory_id in memory_ids],
+            [(query, memory_id) for memory_id in remaining],
         )
-        return [Neighbour(UUID(hex=memory_id), float(distance)) for memory_id, distance in rows]
+        found += [Neighbour(UUID(hex=memory_id), float(distance)) for memory_id, distance in rows]
+        return found
 
     def vectors_of(self, *, memory_ids) -> dict:
-        rows = _point_lookups(
+        rows = point_lookups(
             f"SELECT memory_id, vec_to_json(embedding) FROM {TABLE} WHERE memory_id = %s",
             [(memory_id.hex,) for memory_id in memory_ids],
         )
@@ -157,18 +185,54 @@ class SqliteVecStore:
                 # vec0 columns have a fixed size: a new model size needs a new table.
                 cursor.execute(f"DROP TABLE {TABLE}")
             cursor.execute(create_table_sql(dimensions))
+            for statement in sqlite_mirror.create_changes_sql():
+                cursor.execute(statement)
+            # Every process's mirrors load their partitions anew.
+            log_changes(cursor, [(ALL_PARTITIONS, None)])
 
 
-def _point_lookups(select: str, params: list[tuple]) -> list[tuple]:
+def _mirrored(vector, partitions, search) -> list[tuple[str, float]] | None:
+    """search(mirror, unit query) over the mirror of each partition, results added up; None
+    when a partition has no mirror (too large for VECTOR_MIRROR_MB): then sqlite-vec answers."""
+    import numpy as np
+
+    query = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(query))
+    if norm == 0:
+        return None  # cosine distance is undefined; sqlite-vec says what it says
+    query = query / norm
+    found: list[tuple[str, float]] = []
+    for partition in dict.fromkeys(partitions):
+        mirror = mirrors.current(table=TABLE, partition=partition, dimensions=len(query))
+        if mirror is None:
+            return None
+        try:
+            found += search(mirror, query)
+        finally:
+            mirror.lock.release()
+    return found
+
+
+def _partitions_of(memory_ids) -> list[tuple[str, str]]:
+    """(partition, memory id hex) of memories that have a vector, for the change log."""
+    rows = MemoryEmbedding.objects.filter(memory_id__in=list(memory_ids)).values_list(
+        "partition", "memory_id"
+    )
+    return [(partition, memory_id.hex) for partition, memory_id in rows]
+
+
+def point_lookups(select: str, params: list[tuple], *, cursor=None) -> list[tuple]:
     """Run `select` once per parameter tuple as one statement (UNION ALL). vec0 answers
     `memory_id = ?` from its primary-key index but `memory_id IN (...)` with a full scan."""
+    if cursor is None:
+        with connection.cursor() as cursor:
+            return point_lookups(select, params, cursor=cursor)
     rows: list[tuple] = []
     chunk = 200  # below SQLite's limit of 500 terms in a compound SELECT
-    with connection.cursor() as cursor:
-        for start in range(0, len(params), chunk):
-            part = params[start : start + chunk]
-            cursor.execute(
-                " UNION ALL ".join([select] * len(part)), [value for p in part for value in p]
-            )
-            rows.extend(cursor.fetchall())
+    for start in range(0, len(params), chunk):
+        part = params[start : start + chunk]
+        cursor.execute(
+            " UNION ALL ".join([select] * len(part)), [value for p in part for value in p]
+        )
+        rows.extend(cursor.fetchall())
     return rows
