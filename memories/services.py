@@ -39,6 +39,7 @@ from memories.recall.index import (
 )
 from memories.recall.vector_store import partition_of
 from memories.selectors import changeable_by
+from ops import timing
 
 EDITABLE_FIELDS = ("key", "value", "category", "importance", "confidence")
 SNAPSHOT_FIELDS = (*EDITABLE_FIELDS, "status", "scope", "supersedes_id")
@@ -242,12 +243,13 @@ def memory_create_manual_batch(*, actor: User, items: Sequence[dict]) -> list[Me
             error.field = f"memories[{index}].{error.field or 'scope'}"
             raise
     embedder = get_embedder()
-    vectors = (
-        embedder.embed([memory.embedding_text for memory in memories])
-        if embedder is not None
-        else None
-    )
-    with transaction.atomic():
+    with timing.stage("embedding"):
+        vectors = (
+            embedder.embed([memory.embedding_text for memory in memories])
+            if embedder is not None
+            else None
+        )
+    with timing.stage("write"), transaction.atomic():
         # What _memory_write does for one memory, in a few statements for all of them.
         Memory.objects.bulk_create(memories)
         MemoryRevision.objects.bulk_create(

@@ -57,7 +57,17 @@ def manage(*arguments: str, **variables: str) -> subprocess.CompletedProcess:
             "EXTRACTION_THROTTLE_RATE='lots': expected a rate such as 30/minute (per s, m, h or d)",
         ),
         ("EMBEDDER", "gpt", "EMBEDDER='gpt': expected one of local, openai, none"),
-        ("EMBEDDER_RUNTIME", "tf", "EMBEDDER_RUNTIME='tf': expected one of onnx, torch"),
+        (
+            "EMBEDDER_RUNTIME",
+            "tf",
+            "EMBEDDER_RUNTIME='tf': expected one of onnx-int8, onnx, torch",
+        ),
+        (
+            "EMBEDDING_BATCH_THREADS",
+            "0",
+            "EMBEDDING_BATCH_THREADS='0': expected a whole number of at least 1",
+        ),
+        ("VECTOR_MIRROR_MB", "-1", "VECTOR_MIRROR_MB='-1': expected a whole number of at least 0"),
         ("CONN_MAX_AGE", "-1", "CONN_MAX_AGE='-1': expected a whole number of at least 0"),
         ("EMBEDDING_THREADS", "0", "EMBEDDING_THREADS='0': expected a whole number of at least 1"),
         (

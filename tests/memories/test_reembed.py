@@ -31,5 +31,5 @@ def test_dry_run_changes_nothing(owner, settings, openai_embedder):
     output = StringIO()
     call_command("reembed", "--dry-run", stdout=output)
 
-    assert set(MemoryEmbedding.objects.values_list("model", flat=True)) == {"all-MiniLM-L6-v2"}
+    assert set(MemoryEmbedding.objects.values_list("model", flat=True)) == {"all-MiniLM-L6-v2-int8"}
     assert "1 memories to embed" in output.getvalue()

