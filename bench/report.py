@@ -504,6 +504,7 @@ def markdown(found: list) -> str:
     served = _newest(found, "served")
     if served:
         out += served_section(*served)
+        out += served_history_section(found)
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -519,6 +520,32 @@ def served_section(name: str, data: dict) -> list[str]:
         served_tables(data),
         "",
     ]
+
+
+def served_history_section(found: list) -> list[str]:
+    """Every full `bench served` result kept, oldest first: the headline figures by commit."""
+    runs = sorted(
+        (data["meta"]["date"], name, data)
+        for name, data in found
+        if "served" in data and not data["meta"].get("quick")
+    )
+    if len(runs) < 2:
+        return []
+    out = [
+        "### Served over HTTP across commits",
+        "",
+        "| code | date | database | HTTP search p50 / p95 ms | 8 clients, searches/s | "
+        "batch ingest, memories/s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for date, name, data in runs:
+        for database, run in data["served"].items():
+            out.append(
+                f"| {data['meta']['git']} (`{name}`) | {date[:16]} | {database} | "
+                f"{_pct(run['search']['http'])} | {run['concurrent']['searches_per_s']:.1f} | "
+                f"{run['batch']['memories_per_s']:.0f} |"
+            )
+    return [*out, ""]
 
 
 def summary(results: dict) -> str:

@@ -43,6 +43,10 @@ RESULTS = ROOT / "bench" / "results"
 EXTERNAL_ID = "bench-served"
 WARM_UP = 10
 TOP_K = 10
+# Queries whose nearest RECALL_CANDIDATES found as the service finds them (SQLite: the
+# in-process mirror) are compared with the store's exact scan (sqlite-vec; on PostgreSQL an
+# exact scan without the HNSW index).
+EXACT_QUERIES = 50
 STARTUP_TIMEOUT_SECONDS = 180
 
 
@@ -154,6 +158,7 @@ def _run_database(database: str, url: str | None, plan: dict, pg) -> dict:
             "time_to_first_answer_s": round(first_answer, 2),
         }
         out["search"] = _searches(server.port, headers, setup["queries"], timer)
+        out["exact_top"] = timer.exactness(EXACT_QUERIES)
         out["concurrent"] = _concurrent(
             server.port, headers, setup["queries"], plan["clients"], plan["seconds"]
         )
@@ -292,6 +297,12 @@ class Timer:
 
     def time(self, index: int) -> dict:
         self.process.stdin.write(f"{index}\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
+    def exactness(self, queries: int) -> dict:
+        """Share of the exact nearest RECALL_CANDIDATES that the service's search finds."""
+        self.process.stdin.write(f"exact {queries}\n")
         self.process.stdin.flush()
         return json.loads(self.process.stdout.readline())
 
@@ -476,15 +487,22 @@ def _batches(port, headers, items, batch_size: int, batches: int) -> dict:
     from bench.metrics import latency_summary
 
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    seconds = []
+    seconds, stages = [], []
     for b in range(batches):
         chunk = items[b * batch_size : (b + 1) * batch_size]
         body = {"memories": [{"key": key, "value": value} for key, value in chunk]}
         started = time.perf_counter()
-        _request(connection, "POST", "/api/memories/batch", headers, body, 201)
+        _, timings = _exchange(connection, "POST", "/api/memories/batch", headers, body, 201)
         seconds.append(time.perf_counter() - started)
+        stages.append(timings)
     connection.close()
+    # Where a batch's time went (Server-Timing): embedding the texts, writing the rows.
+    split = {
+        f"{stage}_ms_mean": round(sum(t.get(stage, 0.0) for t in stages) / len(stages), 1)
+        for stage in ("embedding", "write", "app")
+    }
     return {
+        **split,
         "batch_size": batch_size,
         "batches": batches,
         "memories": batch_size * batches,
@@ -537,7 +555,89 @@ def markdown(results: dict) -> str:
             f"{run['batch']['memories_per_s']:.0f} (batches of {run['batch']['batch_size']}) | "
             f"{memory} | {run['time_to_first_answer_s']:.1f} s |"
         )
+    lines += ["", *breakdown_table(served), "", *targets_table(served)]
     return "\n".join(lines)
+
+
+def breakdown_table(served: dict) -> list[str]:
+    """Where the time of one HTTP search goes, per database (Server-Timing of each search)."""
+    databases = [d for d, run in served.items() if run["search"].get("breakdown")]
+    if not databases:
+        return []
+    lines = [
+        "Where the time of one HTTP search goes (the Server-Timing header of each timed "
+        "search; the last two rows are the app's time outside the stages and what the client "
+        "measured beyond the app's time). Mean / p95 ms, and the share of the mean:",
+        "",
+        "| stage | " + " | ".join(databases) + " |",
+        "|---|" + "---|" * len(databases),
+    ]
+    rows = {d: {row["stage"]: row for row in served[d]["search"]["breakdown"]} for d in databases}
+    for stage, what in (*SEARCH_STAGES, *((name, name) for name in OUTSIDE_STAGES)):
+        cells = []
+        for database in databases:
+            row = rows[database].get(stage)
+            cells.append(
+                f"{row['mean_ms']:.2f} / {row['p95_ms']:.2f} ({row['share']:.0%})" if row else "–"
+            )
+        lines.append(f"| {what} | " + " | ".join(cells) + " |")
+    totals = [f"{served[d]['search']['http']['mean_ms']:.2f} (100%)" for d in databases]
+    lines.append("| HTTP search, mean | " + " | ".join(totals) + " |")
+    for database in databases:
+        exact = served[database].get("exact_top")
+        if exact:
+            lines.append("")
+            lines.append(
+                f"{database}: the search as served ({exact['served_by']}) found "
+                f"{exact['recall_of_exact']:.3f} of the exact nearest {exact['k']} "
+                f"(lowest {exact['lowest']:.2f}) over {exact['queries']} queries."
+            )
+    for database, run in served.items():
+        batch = run["batch"]
+        if "embedding_ms_mean" in batch:
+            lines.append("")
+            lines.append(
+                f"{database}: a batch of {batch['batch_size']} took {batch['app_ms_mean']:.0f} "
+                f"ms in the app on average: {batch['embedding_ms_mean']:.0f} ms embedding, "
+                f"{batch['write_ms_mean']:.0f} ms writing."
+            )
+    return lines
+
+
+# The targets of issue 13, at 100,000 memories of one user.
+TARGETS = (
+    ("postgresql", "HTTP search p95 ≤ 25 ms", lambda r: r["search"]["http"]["p95_ms"], 25.0),
+    (
+        "postgresql",
+        "HTTP p95 ≤ 1.5 × (bare KNN + embedding) p95",
+        lambda r: r["search"]["ratio_http_to_knn_plus_embed_p95"],
+        1.5,
+    ),
+    ("sqlite", "HTTP search p95 ≤ 40 ms", lambda r: r["search"]["http"]["p95_ms"], 40.0),
+    ("*", "query embedding p50 ≤ 6 ms", lambda r: r["search"]["embed"]["p50_ms"], 6.0),
+    (
+        "postgresql",
+        "8 clients ≥ 100 searches/s",
+        lambda r: -r["concurrent"]["searches_per_s"],
+        -100.0,
+    ),
+    ("*", "batch ingest ≥ 400 memories/s", lambda r: -r["batch"]["memories_per_s"], -400.0),
+    ("*", "single POST /api/memories p50 ≤ 25 ms", lambda r: r["create"]["p50_ms"], 25.0),
+)
+
+
+def targets_table(served: dict) -> list[str]:
+    lines = ["| target | database | measured | met |", "|---|---|---|---|"]
+    for database, label, measure, limit in TARGETS:
+        for name in served if database == "*" else [database]:
+            if name not in served:
+                continue
+            value = measure(served[name])
+            shown = abs(value)
+            lines.append(
+                f"| {label} | {name} | {shown:.2f} | {'yes' if value <= limit else 'no'} |"
+            )
+    return lines
 
 
 # --- the set-up and timer processes (Django configured on the benchmark's database) ----------
@@ -615,6 +715,10 @@ def timer_main(argv: list[str]) -> None:
     k = settings.RECALL_CANDIDATES
     print("ready", flush=True)
     for line in sys.stdin:
+        if line.startswith("exact "):
+            print(json.dumps(_exactness(store, vectors, partitions, k, int(line.split()[1]))))
+            sys.stdout.flush()
+            continue
         index = int(line)
         started = time.perf_counter()
         store.nearest(vector=vectors[index], partitions=partitions, k=k, status=Status.ACTIVE)
@@ -623,6 +727,33 @@ def timer_main(argv: list[str]) -> None:
         embedder.embed([queries[index]])
         embed = time.perf_counter() - started
         print(json.dumps({"knn": knn, "embed": embed}), flush=True)
+
+
+def _exactness(store, vectors, partitions, k: int, queries: int) -> dict:
+    """The service's nearest k (outside a transaction: SQLite's mirror, PostgreSQL's HNSW
+    index) against an exact scan (SQLite: sqlite-vec, which the store asks inside a
+    transaction; PostgreSQL: the same statement with index scans off)."""
+    from django.db import connection, transaction
+
+    from memories.models import Status
+
+    found = []
+    for vector in vectors[:queries]:
+        served = store.nearest(vector=vector, partitions=partitions, k=k, status=Status.ACTIVE)
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL enable_indexscan = off")
+            exact = store.nearest(vector=vector, partitions=partitions, k=k, status=Status.ACTIVE)
+        wanted = {n.memory_id for n in exact}
+        found.append(len(wanted & {n.memory_id for n in served}) / max(1, len(wanted)))
+    return {
+        "queries": len(found),
+        "k": k,
+        "recall_of_exact": round(sum(found) / len(found), 4),
+        "lowest": round(min(found), 4),
+        "served_by": "in-process mirror" if connection.vendor == "sqlite" else "HNSW index",
+    }
 
 
 if __name__ == "__main__":

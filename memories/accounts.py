@@ -13,6 +13,7 @@ from memories.errors import Conflict, Forbidden, InvalidInput, NotFound
 from memories.models import ApiKey, Memory, MemoryEmbedding, MemoryRevision, Status, User
 from memories.recall.index import unindex_memories
 from memories.recall.keyword import get_keyword_index
+from memories.recall.vector_store import get_vector_store
 
 ERASE_BATCH = 500
 
@@ -74,6 +75,7 @@ def user_erase(*, user: User) -> None:
             unindex_memories(chunk)
         if memory_ids:
             get_keyword_index().purge_deleted()
+            get_vector_store().forget(memory_ids=memory_ids)
         MemoryRevision.objects.filter(memory__user=user).delete()
         MemoryEmbedding.objects.filter(memory__user=user).delete()
         Memory.objects.filter(supersedes__user=user).update(supersedes=None)

@@ -54,6 +54,10 @@ class VectorStore(Protocol):
     def delete(self, *, memory_ids: Iterable[UUID]) -> None:
         """Remove the vectors and embedding rows of these memories."""
 
+    def forget(self, *, memory_ids: Iterable[UUID]) -> None:
+        """Erasure, after delete(): drop whatever else the store keeps that names these
+        memories or their partitions (in the caller's transaction)."""
+
     def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
         """Keep the status copy used to filter searches in step with the memory."""
 

@@ -55,6 +55,9 @@ class PgVectorStore:
     def delete(self, *, memory_ids: Iterable[UUID]) -> None:
         MemoryEmbedding.objects.filter(memory_id__in=list(memory_ids)).delete()
 
+    def forget(self, *, memory_ids: Iterable[UUID]) -> None:
+        pass  # the vector rows were all there was
+
     def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
         MemoryEmbedding.objects.filter(memory_id__in=list(memory_ids)).update(status=status)
 

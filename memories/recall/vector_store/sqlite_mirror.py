@@ -57,6 +57,26 @@ def log_changes(cursor, rows: Iterable[tuple[str, str | None]]) -> None:
     )
 
 
+def forget(*, memory_ids: Sequence[str]) -> None:
+    """Erasure: delete the log rows of these memories and of their partitions, then log a
+    change of every partition (mirrors reload, and drop the erased vectors)."""
+    with connection.cursor() as cursor:
+        partitions: set[str] = set()
+        for start in range(0, len(memory_ids), 500):
+            chunk = list(memory_ids[start : start + 500])
+            marks = ", ".join(["%s"] * len(chunk))
+            cursor.execute(
+                f"SELECT DISTINCT partition FROM {CHANGES} WHERE memory_id IN ({marks})", chunk
+            )
+            partitions.update(row[0] for row in cursor.fetchall())
+            cursor.execute(f"DELETE FROM {CHANGES} WHERE memory_id IN ({marks})", chunk)
+        partitions.discard(ALL_PARTITIONS)
+        cursor.executemany(
+            f"DELETE FROM {CHANGES} WHERE partition = %s", [[p] for p in sorted(partitions)]
+        )
+        log_changes(cursor, [(ALL_PARTITIONS, None)])
+
+
 class PartitionMirror:
     """The active vectors of one partition: unit rows of `matrix[:size]`, `ids[i]` the memory
     id (hex) of row i. `applied` is the (seq, memory id) of the last log row taken in."""

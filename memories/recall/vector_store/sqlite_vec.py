@@ -108,6 +108,12 @@ class SqliteVecStore:
             cursor.executemany(f"DELETE FROM {TABLE} WHERE memory_id = %s", [[i.hex] for i in ids])
             log_changes(cursor, partitions)
 
+    def forget(self, *, memory_ids: Iterable[UUID]) -> None:
+        # The change log names the memories and their partitions (which hold the owner's
+        # ids): those rows go, and one row for all partitions makes every process's mirror
+        # load anew, so none keeps the erased vectors.
+        sqlite_mirror.forget(memory_ids=[memory_id.hex for memory_id in memory_ids])
+
     def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
         memory_ids = list(memory_ids)
         MemoryEmbedding.objects.filter(memory_id__in=memory_ids).update(status=status)
