@@ -175,6 +175,7 @@ def main(argv: list[str] | None = None) -> None:
             "machine": machine(),
             "git": git_commit(),
             "quick": args.quick,
+            "embedder": embedder_description(),
         }
     }
     pg = None
@@ -219,6 +220,13 @@ def main(argv: list[str] | None = None) -> None:
     print(report.summary(results))
     if not args.quick or args.docs:
         write_docs(extra=results if args.quick else None)
+
+
+def embedder_description() -> str:
+    """The local model the workers will run, as the environment configures it."""
+    runtime = os.environ.get("EMBEDDER_RUNTIME", "onnx-int8")
+    name = "all-MiniLM-L6-v2-int8" if runtime == "onnx-int8" else "all-MiniLM-L6-v2"
+    return f"{name} (EMBEDDER_RUNTIME={runtime})"
 
 
 def write_docs(extra: dict | None = None) -> None:

@@ -86,8 +86,12 @@ def quality_section(name: str, data: dict) -> list[str]:
         "- cells are recall@5 / recall@10 (share of a question's evidence turns in the top k, "
         "averaged over questions)",
         "- BM25, dense and RRF run outside the database (bm25s, numpy), so they are the same "
-        "in both columns; the service differs by database because its keyword half does: "
-        "FTS5 BM25 (porter) on SQLite, ts_rank over a tsvector (no IDF) on PostgreSQL",
+        "in both columns; the service ranks keywords the same way on both (BM25 over its own "
+        "postings), so it differs by database only where HNSW (PostgreSQL) and the exact "
+        "search (SQLite) find different neighbours",
+        f"- embedder: {data['meta'].get('embedder', 'all-MiniLM-L6-v2')}; the results with "
+        "the float model (all-MiniLM-L6-v2, before int8 became the default) are kept in "
+        "`bench/results/quality-9b6ee7a-float.json`: service 0.610 / 0.679 on both databases",
         "",
     ]
     header = "| method | " + " | ".join(databases) + " |"

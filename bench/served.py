@@ -47,6 +47,7 @@ TOP_K = 10
 # in-process mirror) are compared with the store's exact scan (sqlite-vec; on PostgreSQL an
 # exact scan without the HNSW index).
 EXACT_QUERIES = 50
+BATCH_CLIENTS = 2
 STARTUP_TIMEOUT_SECONDS = 180
 
 
@@ -54,7 +55,7 @@ STARTUP_TIMEOUT_SECONDS = 180
 
 
 def main(argv: list[str]) -> None:
-    from bench.cli import git_commit, machine
+    from bench.cli import embedder_description, git_commit, machine
 
     parser = argparse.ArgumentParser(prog="python -m bench served", description=__doc__)
     parser.add_argument("--db", default="sqlite,postgresql", help="sqlite,postgresql")
@@ -105,6 +106,7 @@ def main(argv: list[str]) -> None:
             "machine": machine(),
             "git": git_commit(),
             "quick": quick,
+            "embedder": embedder_description(),
             "plan": plan,
         },
         "served": {},
@@ -164,8 +166,15 @@ def _run_database(database: str, url: str | None, plan: dict, pg) -> dict:
         )
         items = setup["ingest"]
         out["create"] = _creates(server.port, headers, items[: plan["creates"]])
+        size, count = plan["batch_size"], plan["batches"]
+        start = plan["creates"]
         out["batch"] = _batches(
-            server.port, headers, items[plan["creates"] :], plan["batch_size"], plan["batches"]
+            server.port, headers, items[start : start + size * count], size, count
+        )
+        # The same number of batches again from BATCH_CLIENTS clients at once: one client
+        # leaves a core idle while the other embeds or writes; a bulk load runs several.
+        out["batch_concurrent"] = _concurrent_batches(
+            server.port, headers, items[start + size * count :], size, count, BATCH_CLIENTS
         )
         out["workers"] = server.worker_memory()
         out["worker_log"] = server.ready_lines()
@@ -184,7 +193,7 @@ def _run_database(database: str, url: str | None, plan: dict, pg) -> dict:
 
 def _setup(url: str, plan: dict, tmp: Path) -> dict:
     out = tmp / "setup.json"
-    ingest = plan["creates"] + plan["batch_size"] * plan["batches"]
+    ingest = plan["creates"] + 2 * plan["batch_size"] * plan["batches"]
     command = [sys.executable, "-m", "bench.served", "setup", "--database-url", url]
     command += ["--memories", str(plan["memories"]), "--queries", str(plan["queries"])]
     command += ["--ingest", str(ingest), "--out", str(out)]
@@ -512,6 +521,50 @@ def _batches(port, headers, items, batch_size: int, batches: int) -> dict:
     }
 
 
+def _batch_client(port, headers, items, batch_size, batches, barrier, results) -> None:
+    barrier.wait()
+    results.put(_batches(port, headers, items, batch_size, batches))
+
+
+def _concurrent_batches(port, headers, items, batch_size: int, batches: int, clients: int):
+    """`batches` batches split over `clients` client processes posting at once."""
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(clients + 1)
+    results = context.Queue()
+    each = batches // clients
+    processes = [
+        context.Process(
+            target=_batch_client,
+            args=(
+                port,
+                headers,
+                items[i * each * batch_size : (i + 1) * each * batch_size],
+                batch_size,
+                each,
+                barrier,
+                results,
+            ),
+        )
+        for i in range(clients)
+    ]
+    for process in processes:
+        process.start()
+    barrier.wait()
+    started = time.perf_counter()
+    collected = [results.get(timeout=600) for _ in processes]
+    wall = time.perf_counter() - started
+    for process in processes:
+        process.join()
+    memories = sum(c["memories"] for c in collected)
+    return {
+        "clients": clients,
+        "batch_size": batch_size,
+        "memories": memories,
+        "seconds": round(wall, 2),
+        "memories_per_s": round(memories / wall, 1),
+    }
+
+
 def markdown(results: dict) -> str:
     """The tables of a results file."""
     served = results["served"]
@@ -540,7 +593,8 @@ def markdown(results: dict) -> str:
     lines += [
         "",
         f"| database | {plan['clients']} clients: searches/s, p50 / p95 | POST /api/memories "
-        "p50 | batch ingest (memories/s) | RSS (PSS) per worker | first answer after start |",
+        "p50 | batch ingest, memories/s: 1 client, 2 clients | RSS (PSS) per worker | "
+        "first answer after start |",
         "|---|---|---|---|---|---|",
     ]
     for database, run in served.items():
@@ -552,7 +606,9 @@ def markdown(results: dict) -> str:
         lines.append(
             f"| {database} | {concurrent['searches_per_s']:.1f}/s, "
             f"{pct(latency) if latency else '–'} | {run['create']['p50_ms']:.1f} ms | "
-            f"{run['batch']['memories_per_s']:.0f} (batches of {run['batch']['batch_size']}) | "
+            f"{run['batch']['memories_per_s']:.0f}, "
+            f"{run.get('batch_concurrent', {}).get('memories_per_s', 0):.0f} "
+            f"(batches of {run['batch']['batch_size']}) | "
             f"{memory} | {run['time_to_first_answer_s']:.1f} s |"
         )
     lines += ["", *breakdown_table(served), "", *targets_table(served)]
@@ -621,7 +677,18 @@ TARGETS = (
         lambda r: -r["concurrent"]["searches_per_s"],
         -100.0,
     ),
-    ("*", "batch ingest ≥ 400 memories/s", lambda r: -r["batch"]["memories_per_s"], -400.0),
+    (
+        "*",
+        "batch ingest ≥ 400 memories/s, 1 client",
+        lambda r: -r["batch"]["memories_per_s"],
+        -400.0,
+    ),
+    (
+        "*",
+        "batch ingest ≥ 400 memories/s, 2 clients",
+        lambda r: -r.get("batch_concurrent", {}).get("memories_per_s", 0.0),
+        -400.0,
+    ),
     ("*", "single POST /api/memories p50 ≤ 25 ms", lambda r: r["create"]["p50_ms"], 25.0),
 )
 
