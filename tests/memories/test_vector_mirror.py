@@ -219,7 +219,27 @@ def test_a_partition_larger_than_the_budget_is_searched_by_sqlite_vec(user, sett
     fast = nearest(memories[0], query, k=20)
 
     assert mirrored_partitions() == []
+    assert list(mirrors._too_large) == [
+        (connection.settings_dict["NAME"], partition_of(memories[0]))
+    ]
     assert [h.memory_id for h in fast] == [h.memory_id for h in scanned(memories[0], query, 20)]
+    # Known to be too large: the next search goes straight to sqlite-vec, nothing loaded.
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {CHANGES}")
+    assert len(nearest(memories[0], query, k=20)) == 20
+    assert mirrored_partitions() == []
+
+
+def test_a_mirror_that_grows_past_the_budget_is_dropped(user, settings):
+    settings.VECTOR_MIRROR_MB = 1
+    memories = with_vectors(user, random_vectors(600))
+    assert len(nearest(memories[0], random_vectors(1)[0])) == 10
+    assert mirrored_partitions() == [partition_of(memories[0])]
+
+    with_vectors(user, random_vectors(100, seed=7))
+
+    assert len(nearest(memories[0], random_vectors(1)[0])) == 10
+    assert mirrored_partitions() == []
 
 
 def test_the_least_recently_searched_partition_goes_first_when_over_budget(user, settings):

@@ -24,6 +24,7 @@ go first, and a partition larger than the whole budget is searched by sqlite-vec
 
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
@@ -31,7 +32,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from memories.models import Status
+from memories.models import MemoryEmbedding, Status
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ ALL_PARTITIONS = "*"
 # Past this many changed memories at once, reading the partition whole is quicker than
 # looking each one up.
 RELOAD_AFTER_CHANGES = 2000
+TOO_LARGE_RECHECK_SECONDS = 600
 
 
 def create_changes_sql() -> list[str]:
@@ -162,7 +164,9 @@ class Mirrors:
     def __init__(self) -> None:
         self._mirrors: OrderedDict[tuple[str, str], PartitionMirror] = OrderedDict()
         self._lock = threading.Lock()
-        self._too_large: set[tuple[str, str]] = set()
+        # Partitions too large for the budget, and when they were found so: looked at again
+        # after TOO_LARGE_RECHECK_SECONDS (they may have shrunk, or the budget grown).
+        self._too_large: dict[tuple[str, str], float] = {}
 
     def clear(self) -> None:
         with self._lock:
@@ -177,7 +181,11 @@ class Mirrors:
         """The partition's mirror brought up to date, locked (release mirror.lock after the
         search); None when the partition is too large for the budget."""
         key = (str(connection.settings_dict["NAME"]), partition)
+        budget = settings.VECTOR_MIRROR_MB * 1024 * 1024
         with self._lock:
+            refused = self._too_large.get(key)
+            if refused is not None and time.monotonic() - refused < TOO_LARGE_RECHECK_SECONDS:
+                return None
             mirror = self._mirrors.get(key)
             if mirror is None or mirror.matrix.shape[1] != dimensions:
                 mirror = self._mirrors[key] = PartitionMirror(dimensions)
@@ -185,26 +193,32 @@ class Mirrors:
             self._mirrors.move_to_end(key)
         mirror.lock.acquire()
         try:
-            _refresh(mirror, table=table, partition=partition)
+            _refresh(mirror, table=table, partition=partition, budget=budget)
+        except PartitionTooLarge as too_large:
+            mirror.lock.release()
+            self._refuse(key, vectors=too_large.vectors)
+            return None
         except BaseException:
             mirror.lock.release()
             raise
-        budget = settings.VECTOR_MIRROR_MB * 1024 * 1024
-        if mirror.nbytes > budget:
+        if mirror.size * dimensions * 4 > budget:  # grew past the budget since it was loaded
             mirror.lock.release()
-            with self._lock:
-                self._mirrors.pop(key, None)
-                if key not in self._too_large:
-                    self._too_large.add(key)
-                    logger.info(
-                        "partition of %d vectors is larger than VECTOR_MIRROR_MB (%d): "
-                        "searched by sqlite-vec",
-                        mirror.size,
-                        settings.VECTOR_MIRROR_MB,
-                    )
+            self._refuse(key, vectors=mirror.size)
             return None
         self._evict(budget, keep=key)
         return mirror
+
+    def _refuse(self, key: tuple[str, str], *, vectors: int) -> None:
+        with self._lock:
+            self._mirrors.pop(key, None)
+            if key not in self._too_large:
+                logger.info(
+                    "a partition of %d vectors is larger than VECTOR_MIRROR_MB (%d): "
+                    "searched by sqlite-vec",
+                    vectors,
+                    settings.VECTOR_MIRROR_MB,
+                )
+            self._too_large[key] = time.monotonic()
 
     def _evict(self, budget: int, *, keep: tuple[str, str]) -> None:
         with self._lock:
@@ -216,7 +230,13 @@ class Mirrors:
                     total -= self._mirrors.pop(key).nbytes
 
 
-def _refresh(mirror: PartitionMirror, *, table: str, partition: str) -> None:
+class PartitionTooLarge(Exception):
+    def __init__(self, vectors: int) -> None:
+        super().__init__(vectors)
+        self.vectors = vectors
+
+
+def _refresh(mirror: PartitionMirror, *, table: str, partition: str, budget: int) -> None:
     applied_seq, applied_id = mirror.applied
     with connection.cursor() as cursor:
         if applied_seq >= 0:
@@ -240,10 +260,20 @@ def _refresh(mirror: PartitionMirror, *, table: str, partition: str) -> None:
                         _apply(mirror, cursor, table=table, partition=partition, ids=changed)
                         mirror.applied = (rows[-1][0], rows[-1][2])
                     return
-        _load(mirror, cursor, table=table, partition=partition)
+        _load(mirror, cursor, table=table, partition=partition, budget=budget)
 
 
-def _load(mirror: PartitionMirror, cursor, *, table: str, partition: str) -> None:
+def _load(mirror: PartitionMirror, cursor, *, table: str, partition: str, budget: int) -> None:
+    """Read the partition's active vectors whole; raises PartitionTooLarge, before reading
+    them, when they would not fit the budget."""
+    cursor.execute(
+        f"SELECT count(*) FROM {MemoryEmbedding._meta.db_table} "
+        "WHERE partition = %s AND status = %s",
+        [partition, Status.ACTIVE],
+    )
+    [vectors] = cursor.fetchone()
+    if vectors * mirror.matrix.shape[1] * 4 > budget:
+        raise PartitionTooLarge(vectors)
     # The log position first: a write committed between the two reads is in the vectors
     # read and is applied again (idempotently) by the next refresh.
     cursor.execute(
