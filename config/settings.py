@@ -374,8 +374,9 @@ PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
 if PROMETHEUS_MULTIPROC_DIR:
     Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
 # Every answer says where its time went, as a Server-Timing header (ops.timing: auth,
-# embedding, candidates, scoring, access_write, serialize, app). Off by default: the stage
-# names and times tell a caller how the service works inside; the benchmark turns it on.
+# embedding, keyword, candidates, scoring, access_write, serialize, render, app). Off by
+# default: the stage names and times tell a caller how the service works inside; the
+# benchmark turns it on.
 SERVER_TIMING = env.bool("SERVER_TIMING", default=False)
 # Probes and scrapes that reach gunicorn directly over http are not redirected to https.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]

@@ -26,7 +26,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 from django.conf import settings
@@ -177,9 +178,21 @@ class Mirrors:
         """Mirrors serve searches outside transactions, when the budget allows any."""
         return settings.VECTOR_MIRROR_MB > 0 and not connection.in_atomic_block
 
-    def current(self, *, table: str, partition: str, dimensions: int) -> PartitionMirror | None:
-        """The partition's mirror brought up to date, locked (release mirror.lock after the
-        search); None when the partition is too large for the budget."""
+    @contextmanager
+    def searched(
+        self, *, table: str, partition: str, dimensions: int
+    ) -> Iterator[PartitionMirror | None]:
+        """`with mirrors.searched(...) as mirror:` the partition's mirror brought up to date
+        and held for this search alone; None when the partition is too large for the budget."""
+        mirror = self._current(table=table, partition=partition, dimensions=dimensions)
+        try:
+            yield mirror
+        finally:
+            if mirror is not None:
+                mirror.lock.release()
+
+    def _current(self, *, table: str, partition: str, dimensions: int) -> PartitionMirror | None:
+        """The mirror up to date and locked, or None (and unlocked)."""
         key = (str(connection.settings_dict["NAME"]), partition)
         budget = settings.VECTOR_MIRROR_MB * 1024 * 1024
         with self._lock:

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable, Sequence
 from uuid import UUID
 
+import numpy as np
 import sqlite_vec
 from django.db import connection
 
@@ -200,8 +201,6 @@ class SqliteVecStore:
 def _mirrored(vector, partitions, search) -> list[tuple[str, float]] | None:
     """search(mirror, unit query) over the mirror of each partition, results added up; None
     when a partition has no mirror (too large for VECTOR_MIRROR_MB): then sqlite-vec answers."""
-    import numpy as np
-
     query = np.asarray(vector, dtype=np.float32)
     norm = float(np.linalg.norm(query))
     if norm == 0:
@@ -209,13 +208,10 @@ def _mirrored(vector, partitions, search) -> list[tuple[str, float]] | None:
     query = query / norm
     found: list[tuple[str, float]] = []
     for partition in dict.fromkeys(partitions):
-        mirror = mirrors.current(table=TABLE, partition=partition, dimensions=len(query))
-        if mirror is None:
-            return None
-        try:
+        with mirrors.searched(table=TABLE, partition=partition, dimensions=len(query)) as mirror:
+            if mirror is None:
+                return None
             found += search(mirror, query)
-        finally:
-            mirror.lock.release()
     return found
 
 
