@@ -107,6 +107,12 @@ def main(argv: list[str] | None = None) -> None:
 
         worker.main(argv[1:])
         return
+    if argv[:1] == ["embedders"]:
+        # Runs the other parts once per local model, then compares them.
+        from bench import embedders
+
+        embedders.main(argv[1:])
+        return
     if argv[:1] == ["served"]:
         # Its own options (and its own databases, gunicorn and client processes).
         from bench import served
@@ -225,8 +231,9 @@ def main(argv: list[str] | None = None) -> None:
 def embedder_description() -> str:
     """The local model the workers will run, as the environment configures it."""
     runtime = os.environ.get("EMBEDDER_RUNTIME", "onnx-int8")
-    name = "all-MiniLM-L6-v2-int8" if runtime == "onnx-int8" else "all-MiniLM-L6-v2"
-    return f"{name} (EMBEDDER_RUNTIME={runtime})"
+    model = os.environ.get("EMBEDDING_LOCAL_MODEL", "multilingual-e5-small")
+    name = model + ("-int8" if runtime == "onnx-int8" else "")
+    return f"{name} (EMBEDDING_LOCAL_MODEL={model}, EMBEDDER_RUNTIME={runtime})"
 
 
 def write_docs(extra: dict | None = None) -> None:

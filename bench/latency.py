@@ -243,7 +243,8 @@ def _scale_quality(data: str, user, embedder) -> dict:
         for conversation in conversations
         for question in conversation.questions
     ]
-    vectors = [list(map(float, v)) for v in embedder.embed([q.text for q in questions])]
+    texts = [q.text for q in questions]
+    vectors = [list(map(float, v)) for v in embedder.embed_queries(texts)]
     users = {conversation.sample_id: user for conversation in conversations}
     rows = []
     for budget in SCALE_BUDGETS:
@@ -298,7 +299,7 @@ def run(
     vocabulary_seconds = time.perf_counter() - started
     corpus = Corpus(word_vectors)
     query_texts = corpus.queries(queries)
-    query_vectors = [list(map(float, v)) for v in embedder.embed(query_texts)]
+    query_vectors = [list(map(float, v)) for v in embedder.embed_queries(query_texts)]
     pairs = list(zip(query_texts, query_vectors, strict=True))
 
     user = User.objects.create_user(username="bench-latency")
@@ -319,7 +320,7 @@ def run(
         memory_recall(query=pair[0], scopes=scopes, top_k=TOP_K)
 
     def embed(pair):
-        embedder.embed([pair[0]])
+        embedder.embed_queries([pair[0]])
 
     def http(pair):
         response = client.get("/api/memories/search", {"q": pair[0], "top_k": TOP_K})

@@ -200,7 +200,9 @@ def run(*, data: str, quick: bool, sweep: str = "auto", sweep_only: bool = False
         "weights": asdict(Weights.from_settings()),
     }
 
-    query_vectors = np.asarray(embedder.embed([q.text for q in questions]), dtype=np.float32)
+    query_vectors = np.asarray(
+        embedder.embed_queries([q.text for q in questions]), dtype=np.float32
+    )
 
     if not sweep_only:
         rankings, seconds, short = _service_rankings(conversations, users, keys)
@@ -223,7 +225,7 @@ def run(*, data: str, quick: bool, sweep: str = "auto", sweep_only: bool = False
         }
         methods["dense"] = {
             **summarise(questions, dense),
-            "label": "dense cosine (numpy) over MiniLM embeddings of the turn texts",
+            "label": f"dense cosine (numpy) over {embedder.model_name} vectors of the turns",
         }
         methods["dense_store"] = {
             **summarise(questions, _store_rankings(conversations, users, keys, query_vectors)),

@@ -775,7 +775,7 @@ def timer_main(argv: list[str]) -> None:
 
     queries = json.loads(Path(args.queries).read_text())
     embedder = get_embedder()
-    vectors = embedder.embed(queries)
+    vectors = embedder.embed_queries(queries)
     user = User.objects.get(external_id=EXTERNAL_ID)
     partitions = [scope.partition for scope in recall_scopes(user=user)]
     store = get_vector_store()
@@ -791,7 +791,7 @@ def timer_main(argv: list[str]) -> None:
         store.nearest(vector=vectors[index], partitions=partitions, k=k, status=Status.ACTIVE)
         knn = time.perf_counter() - started
         started = time.perf_counter()
-        embedder.embed([queries[index]])
+        embedder.embed_queries([queries[index]])
         embed = time.perf_counter() - started
         print(json.dumps({"knn": knn, "embed": embed}), flush=True)
 

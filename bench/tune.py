@@ -230,7 +230,7 @@ def run(*, data: str, configs: list[dict] | None = None, quick: bool = False) ->
     conversations = locomo.load(data, limit=2 if quick else None)
     embedder = get_embedder()
     questions = [q.text for c in conversations for q in c.questions]
-    query_vectors = [list(map(float, v)) for v in embedder.embed(questions)]
+    query_vectors = [list(map(float, v)) for v in embedder.embed_queries(questions)]
     out: dict = {"variants": {}}
     for variant, convs in _variants(conversations).items():
         users, keys = _ingest(variant, convs, embedder)

@@ -32,13 +32,10 @@ def on_starting(server):
     yet (~15 s, in a child process, so neither the master nor the workers import torch).
     Reading the settings here also stops a misconfigured start before any worker forks."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    from django.conf import settings
 
-    from memories import embedder_export
+    from memories.embedders import export_local_model
 
-    if settings.EMBEDDER == "local" and settings.EMBEDDER_RUNTIME in ("onnx", "onnx-int8"):
-        int8 = settings.EMBEDDER_RUNTIME == "onnx-int8"
-        embedder_export.ensure(Path(settings.EMBEDDING_CACHE_DIR), int8=int8)
+    export_local_model()
 
 
 def post_worker_init(worker):

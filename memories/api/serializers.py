@@ -477,16 +477,40 @@ class RecallContextSerializer(StrictInputMixin, serializers.Serializer):
     work_session_id = work_session_ref()
 
 
+# What recall reads of a query (memories/recall/query.py), for the help texts below.
+_RECALL_READS = (
+    f"Recall reads its last {settings.RECALL_QUERY_READ_CHARS} characters, from a word on."
+)
+
+
 class SearchParamsSerializer(RecallContextSerializer):
-    q = serializers.CharField(max_length=1000)
+    q = serializers.CharField(
+        max_length=1000, help_text=f"What to look for: 1 to 1000 characters. {_RECALL_READS}"
+    )
     top_k = serializers.IntegerField(
-        min_value=1, max_value=50, default=settings.RECALL_SEARCH_TOP_K
+        min_value=1,
+        max_value=50,
+        default=settings.RECALL_SEARCH_TOP_K,
+        help_text=f"How many results, 1 to 50; {settings.RECALL_SEARCH_TOP_K} when left out.",
     )
 
 
 class ContextRequestSerializer(RecallContextSerializer):
-    query = serializers.CharField(max_length=4000)
-    top_k = serializers.IntegerField(min_value=1, max_value=20, default=settings.RECALL_HINT_TOP_K)
+    # As long as a message: products pass the user's message as it is.
+    query = serializers.CharField(
+        max_length=settings.MESSAGE_CONTENT_MAX_LENGTH,
+        help_text=(
+            "The user's message as it is, or the topic at hand: 1 to "
+            f"{settings.MESSAGE_CONTENT_MAX_LENGTH} characters. {_RECALL_READS} The question "
+            "is usually at the end of a message."
+        ),
+    )
+    top_k = serializers.IntegerField(
+        min_value=1,
+        max_value=20,
+        default=settings.RECALL_HINT_TOP_K,
+        help_text=f"At most this many memories, 1 to 20; {settings.RECALL_HINT_TOP_K} if left out.",
+    )
 
 
 class ScorePartsSerializer(serializers.Serializer):

@@ -64,6 +64,7 @@ from memories.models import (
     WorkSession,
 )
 from memories.recall.hint import memory_hint
+from memories.recall.query import query_for_recall
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import recall_scopes
 from ops import timing
@@ -217,7 +218,9 @@ class MemoryViewSet(viewsets.GenericViewSet):
     def search(self, request):
         params = validated(SearchParamsSerializer, request, data=request.query_params.dict())
         hits = memory_recall(
-            query=params["q"], scopes=scopes_for(request, params), top_k=params["top_k"]
+            query=query_for_recall(params["q"]),
+            scopes=scopes_for(request, params),
+            top_k=params["top_k"],
         )
         with timing.stage("serialize"):
             data = RecallResultSerializer(hits, many=True, context={"request": request}).data

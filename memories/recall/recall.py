@@ -10,9 +10,10 @@ from uuid import UUID
 from django.conf import settings
 from django.utils import timezone
 
-from memories.embedders import embed_one
+from memories.embedders import embed_query
 from memories.models import Memory
 from memories.recall import scoring
+from memories.recall.calibration import Calibration, calibrate
 from memories.recall.candidates import Candidate, find_candidates, keyword_hits
 from memories.recall.scopes import RecallScope
 from ops.metrics import recall_stage
@@ -42,13 +43,20 @@ def memory_recall(
         # Not beside the keyword search on another thread: measured through gunicorn, the
         # two slowed each other down as much as they overlapped (docs/benchmarks.md).
         with recall_stage("embedding"):
-            vector = embed_one(query)
+            vector = embed_query(query)
     with recall_stage("keyword"):
         keyword = keyword_hits(query=query, scopes=scopes, k=k)
     with recall_stage("candidates"):
         candidates = find_candidates(vector=vector, scopes=scopes, k=k, keyword=keyword)
     with recall_stage("scoring"):
-        scored = rank(candidates, weights=weights, now=timezone.now(), top_k=top_k)
+        calibration = calibrate(vector)
+        scored = rank(
+            candidates,
+            weights=weights,
+            now=timezone.now(),
+            top_k=top_k,
+            calibration=calibration,
+        )
     if not scored:
         return []
 
@@ -69,26 +77,38 @@ def memory_recall(
 
 
 def rank(
-    candidates: Sequence[Candidate], *, weights: scoring.Weights, now: datetime, top_k: int
+    candidates: Sequence[Candidate],
+    *,
+    weights: scoring.Weights,
+    now: datetime,
+    top_k: int,
+    calibration: Calibration | None,
 ) -> list[tuple[UUID, scoring.Score]]:
-    """The top_k relevant candidates with their scores, best first."""
-    best_similarity = max(
-        (c.similarity for c in candidates if c.similarity is not None), default=None
-    )
+    """The top_k relevant candidates with their scores, best first. Without a calibration
+    (no embedder) similarities are not read: keywords and confidence decide."""
+    similarities = [
+        calibration.of(c.similarity)
+        if calibration is not None and c.similarity is not None
+        else None
+        for c in candidates
+    ]
+    best_similarity = max((s for s in similarities if s is not None), default=None)
     scored = []
-    for candidate in candidates:
+    for candidate, similarity in zip(candidates, similarities, strict=True):
         if not scoring.is_relevant(
-            similarity=candidate.similarity,
+            similarity=similarity,
             best_similarity=best_similarity,
             keyword_evidence=candidate.keyword_evidence,
+            about_user=calibration.about_user if calibration is not None else 0.0,
             weights=weights,
         ):
             continue
         relevance = scoring.relevance(
-            similarity=candidate.similarity,
+            similarity=similarity,
             keyword=candidate.keyword,
             confidence=candidate.confidence,
             vector_share=weights.vector_share,
+            span=weights.similarity_span,
         )
         score = scoring.score(
             relevance_value=relevance,

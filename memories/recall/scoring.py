@@ -3,19 +3,29 @@
 score = w_relevance·relevance + w_importance·importance + w_recency·recency
         + w_frequency·frequency + scope_bonus
 
-relevance  = share·cosine similarity + (1 − share)·keyword score (BM25 / best BM25 of the query);
-             without an embedder, keyword score × confidence
+relevance  = share·min(1, calibrated similarity / span) + (1 − share)·keyword score (BM25 / best
+             BM25 of the query); without an embedder, keyword score × confidence
+
+The calibrated similarity (calibration.py) is the cosine similarity in standard deviations
+above the question's similarity to a fixed background of ordinary memories: raw cosines of
+one model crowd together (multilingual-e5-small gives any memory 0.75-0.85 for any question)
+and mean different things for different questions.
 recency    = 2^(−days / half-life) since the later of last update and last access
 frequency  = min(1, ln(1 + access_count) / ln(101))
 
-A candidate is relevant when any of these holds, each on its own scale:
-- its similarity reaches the similarity floor;
-- its similarity reaches the lower near-best floor and is within the near-best band of the
-  query's best similarity: a vague question ("tell me about my family") is far from every
-  memory, and the memories nearest to it are the ones it is about;
-- its keyword evidence (the share of the query's word weight it matched, bm25.py) reaches
-  the keyword floor: a memory sharing a rare word with the question counts when its
-  vector is far.
+A candidate is relevant when either holds:
+- its evidence reaches the similarity floor, where
+      evidence = calibrated similarity + about_user_weight · about_user
+                 + keyword_weight · keyword evidence
+  (about_user: the log-odds that the question is about the user, calibration.py; keyword
+  evidence: the share of the query's word weight the memory matched, bm25.py). A memory
+  close to a question about the world ("who wrote the Odyssey?" and a car called Odyssey)
+  needs far more similarity than one close to a question about the user;
+- the question is about the user (about_user reaches about_user_floor) and the memory's
+  calibrated similarity reaches the near-best floor within the near-best band of the
+  question's best: a vague request ("what should I cook tonight?") is far from every
+  memory, and the memories nearest to it are the ones it is about.
+Without an embedder, keyword evidence alone decides (keyword_floor).
 Others are dropped whatever their other signals, so importance, recency and popularity
 re-order relevant memories but never bring in others.
 The parts returned are the weighted terms, so they add up to the score.
@@ -40,6 +50,10 @@ class Weights:
     near_best_floor: float
     near_best_band: float
     keyword_floor: float
+    about_user_weight: float
+    about_user_floor: float
+    keyword_weight: float
+    similarity_span: float
     scope_bonus: dict
 
     @classmethod
@@ -55,6 +69,10 @@ class Weights:
             near_best_floor=settings.RECALL_NEAR_BEST_FLOOR,
             near_best_band=settings.RECALL_NEAR_BEST_BAND,
             keyword_floor=settings.RECALL_KEYWORD_FLOOR,
+            about_user_weight=settings.RECALL_ABOUT_USER_WEIGHT,
+            about_user_floor=settings.RECALL_ABOUT_USER_FLOOR,
+            keyword_weight=settings.RECALL_KEYWORD_WEIGHT,
+            similarity_span=settings.RECALL_SIMILARITY_SPAN,
             scope_bonus=dict(settings.RECALL_SCOPE_BONUS),
         )
 
@@ -79,12 +97,18 @@ class Score:
 
 
 def relevance(
-    *, similarity: float | None, keyword: float, confidence: float, vector_share: float
+    *,
+    similarity: float | None,
+    keyword: float,
+    confidence: float,
+    vector_share: float,
+    span: float,
 ) -> float:
-    """similarity None means no embedder: rank by keyword and confidence."""
+    """similarity is the calibrated one; None means no embedder: rank by keyword and
+    confidence."""
     if similarity is None:
         return keyword * confidence
-    similarity = min(1.0, max(0.0, similarity))
+    similarity = min(1.0, max(0.0, similarity / span))
     return vector_share * similarity + (1.0 - vector_share) * keyword
 
 
@@ -93,19 +117,26 @@ def is_relevant(
     similarity: float | None,
     best_similarity: float | None,
     keyword_evidence: float,
+    about_user: float,
     weights: Weights,
 ) -> bool:
-    """See the module docstring; similarity None means no embedder (keyword evidence only)."""
-    if similarity is not None:
-        if similarity >= weights.similarity_floor:
-            return True
-        if (
-            similarity >= weights.near_best_floor
-            and best_similarity is not None
-            and similarity >= best_similarity - weights.near_best_band
-        ):
-            return True
-    return keyword_evidence > 0 and keyword_evidence >= weights.keyword_floor
+    """See the module docstring. Similarities are calibrated ones; None means no embedder
+    (keyword evidence only)."""
+    if similarity is None:
+        return keyword_evidence > 0 and keyword_evidence >= weights.keyword_floor
+    evidence = (
+        similarity
+        + weights.about_user_weight * about_user
+        + weights.keyword_weight * keyword_evidence
+    )
+    if evidence >= weights.similarity_floor:
+        return True
+    return (
+        about_user >= weights.about_user_floor
+        and similarity >= weights.near_best_floor
+        and best_similarity is not None
+        and similarity >= best_similarity - weights.near_best_band
+    )
 
 
 def recency(

@@ -89,9 +89,11 @@ def test_a_work_session_gets_global_and_project_memories_only(api, owner):
         )
     make_memory(owner, key="tests", value="Personally prefers small focused tests")
 
+    # Asked about the user's own way ("how do I like"): a how-to question about code in
+    # general needs a closer memory to count (memories/recall/scoring.py).
     body = api.post(
         URL,
-        {"query": "how should tests be written", "work_session_id": session["id"]},
+        {"query": "how do I like my tests written", "work_session_id": session["id"]},
         format="json",
     ).json()
 

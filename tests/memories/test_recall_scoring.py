@@ -14,10 +14,14 @@ WEIGHTS = scoring.Weights(
     frequency=0.10,
     vector_share=0.6,
     half_life_days=30.0,
-    similarity_floor=0.2,
-    near_best_floor=0.08,
-    near_best_band=0.1,
+    similarity_floor=2.0,
+    near_best_floor=0.0,
+    near_best_band=1.0,
     keyword_floor=0.3,
+    about_user_weight=1.5,
+    about_user_floor=0.5,
+    keyword_weight=1.0,
+    similarity_span=8.0,
     scope_bonus={"session": 0.10, "project": 0.08, "persona_user": 0.06, "persona": 0.03},
 )
 NOW = timezone.now()
@@ -46,28 +50,41 @@ def test_the_parts_add_up_to_the_score():
     assert result.scope_bonus == 0.08
 
 
-def relevant(similarity, evidence, best=None):
+def relevant(similarity, evidence, best=None, about_user=0.0):
     return scoring.is_relevant(
-        similarity=similarity, best_similarity=best, keyword_evidence=evidence, weights=WEIGHTS
+        similarity=similarity,
+        best_similarity=best,
+        keyword_evidence=evidence,
+        about_user=about_user,
+        weights=WEIGHTS,
     )
 
 
-def test_a_candidate_is_relevant_by_similarity_or_by_keyword_evidence_each_on_its_own_floor():
-    assert relevant(0.2, 0.0, best=0.9)
-    assert relevant(0.05, 0.3, best=0.9)
-    assert not relevant(0.19, 0.29, best=0.9)
+def test_a_candidate_is_relevant_when_similarity_and_keyword_evidence_add_up_to_the_floor():
+    # Similarities are calibrated: spreads above the question's background.
+    assert relevant(2.0, 0.0, best=5.0)
+    assert relevant(1.5, 0.5, best=5.0)
+    assert not relevant(1.4, 0.5, best=5.0)
     # Without an embedder only keyword evidence counts, and no match is never relevant.
     assert relevant(None, 0.3)
     assert not relevant(None, 0.0)
     assert not relevant(None, 0.29)
 
 
-def test_a_weak_similarity_counts_when_it_is_near_the_best_one_of_a_vague_question():
-    # "tell me about my family": the daughter is the nearest memory, far as it is.
-    assert relevant(0.15, 0.0, best=0.15)
-    assert relevant(0.1, 0.0, best=0.19)
-    assert not relevant(0.1, 0.0, best=0.21)  # more than the band below the best
-    assert not relevant(0.07, 0.0, best=0.07)  # below the near-best floor
+def test_a_question_about_the_user_needs_less_similarity_and_one_about_the_world_more():
+    assert relevant(1.0, 0.0, best=5.0, about_user=1.0)  # 1.0 + 1.5 · 1.0 >= 2.0
+    # "who wrote the Odyssey?" and a car called Odyssey: close, but not about the user.
+    assert not relevant(4.0, 0.5, best=4.0, about_user=-2.0)
+    assert relevant(6.0, 0.5, best=6.0, about_user=-2.0)
+
+
+def test_a_weak_similarity_counts_near_the_best_one_of_a_vague_question_about_the_user():
+    # "what should I cook tonight?": the diet is the nearest memory, far as it is.
+    assert relevant(0.2, 0.0, best=0.2, about_user=0.6)
+    assert relevant(0.2, 0.0, best=1.1, about_user=0.6)
+    assert not relevant(0.2, 0.0, best=1.3, about_user=0.6)  # more than the band below
+    assert not relevant(-0.1, 0.0, best=-0.1, about_user=0.6)  # below the near-best floor
+    assert not relevant(0.2, 0.0, best=0.2, about_user=0.4)  # not clearly about the user
 
 
 def test_recency_halves_every_half_life_from_the_later_of_update_and_access():
@@ -89,14 +106,26 @@ def test_frequency_grows_with_the_log_of_accesses_and_stops_at_one():
 
 
 def test_relevance_blends_vector_and_keyword_halves():
-    value = scoring.relevance(similarity=0.5, keyword=1.0, confidence=1.0, vector_share=0.6)
+    value = scoring.relevance(
+        similarity=4.0, keyword=1.0, confidence=1.0, vector_share=0.6, span=8.0
+    )
 
     assert value == pytest.approx(0.6 * 0.5 + 0.4 * 1.0)
 
 
+def test_the_vector_half_reads_the_calibrated_similarity_over_the_span_capped_at_one():
+    def vector_half(similarity):
+        return scoring.relevance(
+            similarity=similarity, keyword=0.0, confidence=1.0, vector_share=1.0, span=8.0
+        )
+
+    assert vector_half(12.0) == 1.0
+    assert vector_half(-3.0) == 0.0
+
+
 def test_without_an_embedder_relevance_is_keyword_times_confidence():
     assert scoring.relevance(
-        similarity=None, keyword=0.8, confidence=0.5, vector_share=0.6
+        similarity=None, keyword=0.8, confidence=0.5, vector_share=0.6, span=8.0
     ) == pytest.approx(0.4)
 
 

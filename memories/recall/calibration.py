@@ -1,0 +1,164 @@
+"""What a question's similarities mean, the same way for every question and every model.
+
+Two things are measured once per question, against texts shipped with the code (never
+another user's data), each embedded by the configured embedder:
+
+- **The background** (data/background_memories.txt): ordinary memories of nobody in
+  particular. Cosine similarities of one model are not comparable across questions: with
+  multilingual-e5-small every memory is 0.75-0.85 similar to any question, gibberish
+  included. A memory's calibrated similarity is how many standard deviations its
+  similarity lies above the question's mean similarity to the background:
+
+      calibrated = (similarity − mean(background · q)) / std(background · q)
+
+- **Whether the question is about the user** (data/questions_about_the_user.txt against
+  data/questions_about_anything_else.txt): a logistic regression on the question's vector,
+  fit on those two lists when the process first needs it. Its log-odds (`about_user`, 0
+  undecided) separates "what should I cook tonight?", which a diet memory serves, from
+  "what is 9 times 8?" or "who wrote the Odyssey?", which no memory serves however close
+  one is (a car called Odyssey).
+
+scoring.is_relevant reads both. The vectors and the fitted weights are kept beside the model
+files (EMBEDDING_CACHE_DIR) so later processes read them, and are renewed when a text file
+or the model changes."""
+
+import hashlib
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+DATA = Path(__file__).resolve().parent / "data"
+BACKGROUND_FILE = DATA / "background_memories.txt"
+ABOUT_USER_FILE = DATA / "questions_about_the_user.txt"
+ABOUT_ANYTHING_ELSE_FILE = DATA / "questions_about_anything_else.txt"
+# A background whose similarities to a question hardly vary would make every small
+# difference look large.
+MIN_SPREAD = 0.01
+# L2 penalty of the question classifier: chosen on the tuning part of the relevance set
+# (docs/benchmarks.md); smaller fits the two lists closer and generalises worse.
+CLASSIFIER_PENALTY = 0.1
+NEWTON_STEPS = 30
+
+
+@dataclass(frozen=True)
+class Calibration:
+    mean: float
+    spread: float
+    about_user: float
+
+    def of(self, similarity: float) -> float:
+        return (similarity - self.mean) / self.spread
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What one embedder makes of the shipped texts."""
+
+    background: np.ndarray  # [n, dimensions], unit rows
+    classifier: np.ndarray  # [dimensions + 1]: weights, then the intercept
+
+
+def texts(path: Path) -> list[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]
+
+
+def fit_classifier(positive: np.ndarray, negative: np.ndarray, penalty: float) -> np.ndarray:
+    """L2-penalised logistic regression (Newton's method) separating positive from negative
+    vectors; returns the weights followed by the intercept (which is not penalised)."""
+    x = np.vstack([positive, negative]).astype(np.float64)
+    x = np.hstack([x, np.ones((len(x), 1))])
+    y = np.concatenate([np.ones(len(positive)), np.zeros(len(negative))])
+    ridge = penalty * np.eye(x.shape[1])
+    ridge[-1, -1] = 0.0
+    weights = np.zeros(x.shape[1])
+    for _ in range(NEWTON_STEPS):
+        p = 1.0 / (1.0 + np.exp(-(x @ weights)))
+        gradient = x.T @ (p - y) + ridge @ weights
+        hessian = (x * (p * (1 - p))[:, None]).T @ x + ridge
+        weights -= np.linalg.solve(hessian, gradient)
+    return weights.astype(np.float32)
+
+
+_references: dict[str, Reference] = {}
+_lock = threading.Lock()
+
+
+def reference(embedder) -> Reference:
+    found = _references.get(embedder.model_name)
+    if found is not None:
+        return found
+    with _lock:
+        found = _references.get(embedder.model_name)
+        if found is None:
+            found = _references[embedder.model_name] = _load_or_build(embedder)
+    return found
+
+
+def _load_or_build(embedder) -> Reference:
+    background = texts(BACKGROUND_FILE)
+    about_user = texts(ABOUT_USER_FILE)
+    anything_else = texts(ABOUT_ANYTHING_ELSE_FILE)
+    digest = hashlib.sha256(
+        "\n\0".join(
+            [embedder.model_name, str(CLASSIFIER_PENALTY), *background, *about_user,
+             *anything_else]
+        ).encode()
+    ).hexdigest()[:16]
+    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in embedder.model_name)
+    path = Path(settings.EMBEDDING_CACHE_DIR) / f"relevance-{safe_name}-{digest}.npz"
+    try:
+        with np.load(path) as stored:
+            built = Reference(background=stored["background"], classifier=stored["classifier"])
+        if built.background.shape == (len(background), embedder.dimensions):
+            return built
+    except (OSError, ValueError, KeyError):
+        pass
+    logger.info(
+        "embedding the relevance references (%d texts) with %s",
+        len(background) + len(about_user) + len(anything_else),
+        embedder.model_name,
+    )
+    built = Reference(
+        background=np.asarray(embedder.embed(background), dtype=np.float32),
+        classifier=fit_classifier(
+            np.asarray(embedder.embed_queries(about_user)),
+            np.asarray(embedder.embed_queries(anything_else)),
+            CLASSIFIER_PENALTY,
+        ),
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.stem}-{threading.get_ident()}.npz")
+        np.savez(temporary, background=built.background, classifier=built.classifier)
+        temporary.replace(path)
+    except OSError as exc:  # a read-only directory costs the next process the same seconds
+        logger.warning("could not keep the relevance references at %s: %s", path, exc)
+    return built
+
+
+def calibrate(query_vector: Sequence[float] | None) -> Calibration | None:
+    """The question measured against the configured embedder's references; None without a
+    vector (no embedder: recall goes by keywords)."""
+    if query_vector is None:
+        return None
+    from memories.embedders import get_embedder
+
+    embedder = get_embedder()
+    if embedder is None:
+        return None
+    found = reference(embedder)
+    query = np.asarray(query_vector, dtype=np.float32)
+    similarities = found.background @ query
+    return Calibration(
+        mean=float(similarities.mean()),
+        spread=max(float(similarities.std()), MIN_SPREAD),
+        about_user=float(found.classifier[:-1] @ query + found.classifier[-1]),
+    )
