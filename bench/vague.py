@@ -30,24 +30,35 @@ TOP_K = 10
 
 # One setting per entry: overrides of memories.recall.scoring.Weights, applied as
 # dataclasses.replace(Weights.from_settings(), **overrides); {} is the current settings.
-# Both floors at 0 keep every candidate: the most that can get in.
+# The floors are on the calibrated scale (memories/recall/calibration.py). The first
+# settings keep everything (the most that can get in) and take the question classifier and
+# the near-best rule away in turn; the rest move one setting around the chosen one.
+EVERYTHING = -99.0
 GRID: list[dict] = [
     {},
-    {"similarity_floor": 0.0, "keyword_floor": 0.0},
-    # An absolute similarity floor alone (near_best_floor 1 turns the near-best rule off).
-    {"similarity_floor": 0.1, "near_best_floor": 1.0},
-    {"similarity_floor": 0.12, "near_best_floor": 1.0},
-    {"similarity_floor": 0.15, "near_best_floor": 1.0},
-    {"similarity_floor": 0.2, "near_best_floor": 1.0},
-    {"similarity_floor": 0.25, "near_best_floor": 1.0},
-    # Near the query's best similarity.
-    {"near_best_floor": 0.06, "near_best_band": 0.1},
-    {"near_best_floor": 0.1, "near_best_band": 0.1},
-    {"near_best_floor": 0.08, "near_best_band": 0.05},
-    {"near_best_floor": 0.08, "near_best_band": 0.15},
-    {"similarity_floor": 0.25, "near_best_floor": 0.08, "near_best_band": 0.1},
-    {"keyword_floor": 0.2},
-    {"keyword_floor": 0.5},
+    {"similarity_floor": EVERYTHING},
+    # Calibrated similarity alone: no question classifier, no near-best rule.
+    {"about_user_weight": 0.0, "about_user_floor": 99.0, "similarity_floor": 2.0},
+    {"about_user_weight": 0.0, "about_user_floor": 99.0, "similarity_floor": 3.0},
+    {"about_user_weight": 0.0, "about_user_floor": 99.0, "similarity_floor": 4.0},
+    # No near-best rule.
+    {"about_user_floor": 99.0},
+    {"similarity_floor": 1.5},
+    {"similarity_floor": 2.5},
+    {"similarity_floor": 3.0},
+    {"about_user_weight": 1.0},
+    {"about_user_weight": 2.0},
+    {"about_user_floor": 0.0},
+    {"about_user_floor": 1.0},
+    # The cap on the classifier's bonus: less trades vague requests for fewer memories per
+    # question plainly about the user.
+    {"about_user_cap": 1.0},
+    {"about_user_cap": 1.5},
+    {"about_user_cap": 2.0},
+    {"near_best_band": 0.5},
+    {"near_best_band": 1.5},
+    {"keyword_weight": 0.0},
+    {"keyword_weight": 2.0},
 ]
 
 # The classes of question. An unrelated question names no relevant memory and labels every

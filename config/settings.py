@@ -413,13 +413,16 @@ RECALL_WEIGHT_RECENCY = env.float("RECALL_WEIGHT_RECENCY", default=0.15)
 RECALL_WEIGHT_FREQUENCY = env.float("RECALL_WEIGHT_FREQUENCY", default=0.0)
 RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
 # Relevance (memories/recall/scoring.py): a candidate counts when
-#   calibrated similarity + RECALL_ABOUT_USER_WEIGHT · about_user
+#   calibrated similarity + RECALL_ABOUT_USER_WEIGHT · min(about_user, RECALL_ABOUT_USER_CAP)
 #   + RECALL_KEYWORD_WEIGHT · keyword evidence  >=  RECALL_SIMILARITY_FLOOR,
 # or when the question is about the user (about_user >= RECALL_ABOUT_USER_FLOOR) and its
 # calibrated similarity reaches RECALL_NEAR_BEST_FLOOR within RECALL_NEAR_BEST_BAND of the
-# question's best (vague requests). The calibrated similarity is the cosine similarity in
-# standard deviations above the question's similarity to a fixed background of ordinary
-# memories; about_user the log-odds that the question is about the user
+# question's best (vague requests). RECALL_ABOUT_USER_CAP (none by default) caps the
+# classifier's bonus: 1 returns fewer memories for questions plainly about the user and keeps
+# fewer of the memories vague requests are about (docs/benchmarks.md). The calibrated
+# similarity is the cosine similarity in standard deviations above the question's similarity
+# to a fixed background of ordinary memories; about_user the log-odds that the question is
+# about the user
 # (memories/recall/calibration.py); keyword evidence the share of the query's word weight a
 # memory matched (0..1). Without an embedder, keyword evidence alone decides
 # (RECALL_KEYWORD_FLOOR). Relevance ranks by the calibrated similarity divided by
@@ -429,11 +432,13 @@ RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", defau
 _RELEVANCE_DEFAULTS = {
     "multilingual-e5-small": {
         "floor": 2.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
-        "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0, "vector_share": 0.7,
+        "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0,
+        "vector_share": 0.7,
     },
     "all-MiniLM-L6-v2": {
         "floor": 3.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
-        "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0, "vector_share": 0.6,
+        "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0,
+        "vector_share": 0.6,
     },
 }
 _relevance = _RELEVANCE_DEFAULTS[
@@ -449,6 +454,7 @@ RECALL_KEYWORD_WEIGHT = env.float("RECALL_KEYWORD_WEIGHT", default=_relevance["k
 RECALL_ABOUT_USER_FLOOR = env.float(
     "RECALL_ABOUT_USER_FLOOR", default=_relevance["about_user_floor"]
 )
+RECALL_ABOUT_USER_CAP = env.float("RECALL_ABOUT_USER_CAP", default=_relevance["about_user_cap"])
 RECALL_NEAR_BEST_FLOOR = env.float("RECALL_NEAR_BEST_FLOOR", default=_relevance["near_best"])
 RECALL_NEAR_BEST_BAND = env.float("RECALL_NEAR_BEST_BAND", default=_relevance["band"])
 RECALL_KEYWORD_FLOOR = env.float("RECALL_KEYWORD_FLOOR", default=_relevance["keyword"])

@@ -15,12 +15,13 @@ frequency  = min(1, ln(1 + access_count) / ln(101))
 
 A candidate is relevant when either holds:
 - its evidence reaches the similarity floor, where
-      evidence = calibrated similarity + about_user_weight · about_user
+      evidence = calibrated similarity + about_user_weight · min(about_user, about_user_cap)
                  + keyword_weight · keyword evidence
   (about_user: the log-odds that the question is about the user, calibration.py; keyword
   evidence: the share of the query's word weight the memory matched, bm25.py). A memory
   close to a question about the world ("who wrote the Odyssey?" and a car called Odyssey)
-  needs far more similarity than one close to a question about the user;
+  needs far more similarity than one close to a question about the user; the cap keeps a
+  question plainly about the user ("where do I live?") from bringing every memory along;
 - the question is about the user (about_user reaches about_user_floor) and the memory's
   calibrated similarity reaches the near-best floor within the near-best band of the
   question's best: a vague request ("what should I cook tonight?") is far from every
@@ -52,6 +53,7 @@ class Weights:
     keyword_floor: float
     about_user_weight: float
     about_user_floor: float
+    about_user_cap: float
     keyword_weight: float
     similarity_span: float
     scope_bonus: dict
@@ -71,6 +73,7 @@ class Weights:
             keyword_floor=settings.RECALL_KEYWORD_FLOOR,
             about_user_weight=settings.RECALL_ABOUT_USER_WEIGHT,
             about_user_floor=settings.RECALL_ABOUT_USER_FLOOR,
+            about_user_cap=settings.RECALL_ABOUT_USER_CAP,
             keyword_weight=settings.RECALL_KEYWORD_WEIGHT,
             similarity_span=settings.RECALL_SIMILARITY_SPAN,
             scope_bonus=dict(settings.RECALL_SCOPE_BONUS),
@@ -126,7 +129,7 @@ def is_relevant(
         return keyword_evidence > 0 and keyword_evidence >= weights.keyword_floor
     evidence = (
         similarity
-        + weights.about_user_weight * about_user
+        + weights.about_user_weight * min(about_user, weights.about_user_cap)
         + weights.keyword_weight * keyword_evidence
     )
     if evidence >= weights.similarity_floor:

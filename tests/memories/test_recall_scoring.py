@@ -1,5 +1,6 @@
 """The scoring function on its own: plain arguments in, numbers out."""
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
@@ -20,6 +21,7 @@ WEIGHTS = scoring.Weights(
     keyword_floor=0.3,
     about_user_weight=1.5,
     about_user_floor=0.5,
+    about_user_cap=float("inf"),
     keyword_weight=1.0,
     similarity_span=8.0,
     scope_bonus={"session": 0.10, "project": 0.08, "persona_user": 0.06, "persona": 0.03},
@@ -76,6 +78,15 @@ def test_a_question_about_the_user_needs_less_similarity_and_one_about_the_world
     # "who wrote the Odyssey?" and a car called Odyssey: close, but not about the user.
     assert not relevant(4.0, 0.5, best=4.0, about_user=-2.0)
     assert relevant(6.0, 0.5, best=6.0, about_user=-2.0)
+
+
+def test_the_about_user_cap_limits_what_a_question_plainly_about_the_user_brings_along():
+    # "where do I live?" is about the user beyond doubt; the city is near, the editor is not.
+    assert relevant(0.4, 0.0, best=3.0, about_user=4.0)  # no cap by default
+    capped = dataclasses.replace(WEIGHTS, about_user_cap=1.0)
+    arguments = {"best_similarity": 3.0, "keyword_evidence": 0.0, "about_user": 4.0}
+    assert scoring.is_relevant(similarity=3.0, weights=capped, **arguments)
+    assert not scoring.is_relevant(similarity=0.4, weights=capped, **arguments)
 
 
 def test_a_weak_similarity_counts_near_the_best_one_of_a_vague_question_about_the_user():
