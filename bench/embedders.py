@@ -56,7 +56,7 @@ def main(argv: list[str]) -> None:
         steps = [
             ("quality", ["quality", "--data", args.data, "--db", args.db, "--sweep", "never"]),
             ("vague", ["vague", "--db", args.db]),
-            ("served", ["served", "--quick", "--db", "sqlite"]),
+            ("served", ["served", "--quick", "--db", "sqlite", "--queries", "300"]),
         ]
         for step, command in steps:
             name = f"{step}-{slug}" if step != "served" else f"served-quick-{slug}"
