@@ -537,8 +537,9 @@ def embedders_section(found: list) -> list[str]:
         "24 to the same fact in another (English memories asked in German, Spanish, French, "
         "Portuguese and Italian, and the reverse); served (`bench served --quick`, SQLite, "
         "2,000 memories, 300 timed searches, gunicorn with 2 workers): the query embedding "
-        "stage's p50 from Server-Timing (budget 8 ms), batch ingest through POST /api/memories/batch "
-        "(budget 250 memories/s), the largest worker's PSS; install: the model package and "
+        "stage's p50 from Server-Timing (budget 8 ms), batch ingest through "
+        "POST /api/memories/batch (budget 250 memories/s), the largest worker's PSS; install: "
+        "the model package and "
         "the int8 ONNX file the service builds from it.",
         "",
         embedders.table(data),
