@@ -515,7 +515,14 @@ EXTRACTION_WORK_USER_MESSAGES = env.int("EXTRACTION_WORK_USER_MESSAGES", default
 EXTRACTION_MAX_MESSAGES_PER_RUN = env.int("EXTRACTION_MAX_MESSAGES_PER_RUN", default=200)
 EXTRACTION_LLM_ATTEMPTS = env.int("EXTRACTION_LLM_ATTEMPTS", default=3)
 EXTRACTION_LLM_BACKOFF_SECONDS = env.float("EXTRACTION_LLM_BACKOFF_SECONDS", default=2.0)
-EXTRACTION_DUPLICATE_SIMILARITY = env.float("EXTRACTION_DUPLICATE_SIMILARITY", default=0.92)
+# Cosine similarities mean different things per model: multilingual-e5-small gives "Likes
+# green tea" and "Likes black coffee" 0.925 and "Lives in Lisbon" and "Lives in Porto" 0.947,
+# and true rewordings 0.96-0.98; all-MiniLM-L6-v2 (and remote models such as OpenAI's)
+# spread them wider. Hence per-model defaults here and for CONSOLIDATION_SIMILARITY.
+_E5_SIMILARITIES = EMBEDDER == "local" and EMBEDDING_LOCAL_MODEL == "multilingual-e5-small"
+EXTRACTION_DUPLICATE_SIMILARITY = env.float(
+    "EXTRACTION_DUPLICATE_SIMILARITY", default=0.96 if _E5_SIMILARITIES else 0.92
+)
 EXTRACTION_CLAIM_SECONDS = env.int("EXTRACTION_CLAIM_SECONDS", default=600)
 if _visibility_timeout <= EXTRACTION_CLAIM_SECONDS:
     # Else a task redelivered after its worker died finds its run still claimed, leaves it,
@@ -536,7 +543,9 @@ CELERY_BEAT_SCHEDULE = {
 # Active memories of one user and scope at least this similar (cosine) are proposed as a merge;
 # one not recalled or updated for this many days (0: never), and not more important than
 # CONSOLIDATION_STALE_MAX_IMPORTANCE, as an archival. Reviewers decide; nothing changes before.
-CONSOLIDATION_SIMILARITY = env.float("CONSOLIDATION_SIMILARITY", default=0.9)
+CONSOLIDATION_SIMILARITY = env.float(
+    "CONSOLIDATION_SIMILARITY", default=0.955 if _E5_SIMILARITIES else 0.9
+)
 CONSOLIDATION_STALE_DAYS = env.int("CONSOLIDATION_STALE_DAYS", default=180, minimum=0)
 CONSOLIDATION_STALE_MAX_IMPORTANCE = env.float("CONSOLIDATION_STALE_MAX_IMPORTANCE", default=0.8)
 CONSOLIDATION_MAX_GROUP = env.int("CONSOLIDATION_MAX_GROUP", default=5, minimum=2)

@@ -141,3 +141,33 @@ def test_a_visibility_timeout_no_longer_than_the_claim_time_stops_start_up():
         "EXTRACTION_CLAIM_SECONDS=600: a task whose worker died is delivered again after the "
         "first and may take its run over only after the second"
     )
+
+
+@pytest.mark.parametrize(
+    ("embedder", "model", "expected"),
+    [
+        # multilingual-e5-small puts unrelated facts 0.92-0.95 apart: its own thresholds.
+        ("local", "multilingual-e5-small", "0.96 0.955 2.0"),
+        ("local", "all-MiniLM-L6-v2", "0.92 0.9 3.0"),
+        ("openai", "multilingual-e5-small", "0.92 0.9 2.0"),
+    ],
+)
+def test_similarity_thresholds_default_per_model(embedder, model, expected):
+    shell = (
+        "from django.conf import settings as s; print(s.EXTRACTION_DUPLICATE_SIMILARITY, "
+        "s.CONSOLIDATION_SIMILARITY, s.RECALL_SIMILARITY_FLOOR)"
+    )
+    done = manage("shell", "-c", shell, EMBEDDER=embedder, EMBEDDING_LOCAL_MODEL=model)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == expected
+
+
+def test_torch_runs_minilm_only():
+    done = manage(
+        "check", EMBEDDER="local", EMBEDDER_RUNTIME="torch",
+        EMBEDDING_LOCAL_MODEL="multilingual-e5-small",
+    )
+
+    assert done.returncode != 0
+    assert "EMBEDDER_RUNTIME=torch runs all-MiniLM-L6-v2 only" in done.stderr

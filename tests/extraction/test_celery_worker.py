@@ -62,8 +62,11 @@ def worker_database_url() -> str:
 class Worker:
     """`celery worker` as a subprocess, its log in a file."""
 
-    def __init__(self, *, queue: str, log_path: Path, llm_base_url: str):
+    def __init__(
+        self, *, queue: str, log_path: Path, llm_base_url: str, settings: dict | None = None
+    ):
         self.queue = queue
+        self.settings = settings or {}
         self.hostname = f"{queue}@localhost"
         self.log_path = log_path
         self.llm_base_url = llm_base_url
@@ -91,6 +94,7 @@ class Worker:
             LOG_LEVEL="INFO",
             PYTHONUNBUFFERED="1",
         )
+        env.update(self.settings)
         command = [
             str(Path(sys.executable).parent / "celery"),
             "-A",

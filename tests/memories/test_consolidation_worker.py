@@ -54,8 +54,14 @@ def broker_app(queue_name):
 @pytest.fixture(scope="module")
 def worker(django_db_setup, tmp_path_factory, broker_app, queue_name):
     log_path = tmp_path_factory.mktemp("celery") / "worker.log"
-    # No model is called: consolidation only reads stored vectors.
-    process = Worker(queue=queue_name, log_path=log_path, llm_base_url="http://127.0.0.1:9/v1")
+    # No model is called: consolidation only reads stored vectors, here the stand-in
+    # provider's, whose near-duplicates are 0.94 alike: the threshold of a remote model.
+    process = Worker(
+        queue=queue_name,
+        log_path=log_path,
+        llm_base_url="http://127.0.0.1:9/v1",
+        settings={"CONSOLIDATION_SIMILARITY": "0.9"},
+    )
     try:
         process.start()
         process.wait_ready(broker_app)
