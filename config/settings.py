@@ -546,6 +546,11 @@ CELERY_BEAT_SCHEDULE = {
 CONSOLIDATION_SIMILARITY = env.float(
     "CONSOLIDATION_SIMILARITY", default=0.955 if _E5_SIMILARITIES else 0.9
 )
+# The review pages show beside a candidate the user's memories at least this similar (e5:
+# related facts 0.88-0.91, unrelated ones 0.81-0.85; MiniLM spreads them from 0.3 up).
+REVIEW_SIMILAR_MIN_SIMILARITY = env.float(
+    "REVIEW_SIMILAR_MIN_SIMILARITY", default=0.87 if _E5_SIMILARITIES else 0.3
+)
 CONSOLIDATION_STALE_DAYS = env.int("CONSOLIDATION_STALE_DAYS", default=180, minimum=0)
 CONSOLIDATION_STALE_MAX_IMPORTANCE = env.float("CONSOLIDATION_STALE_MAX_IMPORTANCE", default=0.8)
 CONSOLIDATION_MAX_GROUP = env.int("CONSOLIDATION_MAX_GROUP", default=5, minimum=2)

@@ -2,6 +2,7 @@
 
 from uuid import UUID
 
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 
 from memories.errors import NotFound
@@ -83,12 +84,17 @@ def persona_get(*, persona_id: UUID, field: str = "persona_id") -> Persona:
     return persona
 
 
-def similar_memories(memories: list[Memory], *, k: int = 3, min_similarity: float = 0.3) -> dict:
+def similar_memories(
+    memories: list[Memory], *, k: int = 3, min_similarity: float | None = None
+) -> dict:
     """For each memory, the user's most similar live active memories (with similarity, at
-    least min_similarity), by stored vector, in its own scope and the user's general scope.
+    least min_similarity, REVIEW_SIMILAR_MIN_SIMILARITY by default), by stored vector, in its
+    own scope and the user's general scope.
     The memory a candidate proposes to replace is shown beside it already, so it is left out."""
     from memories.recall.vector_store import get_vector_store, partition_key, partition_of
 
+    if min_similarity is None:
+        min_similarity = settings.REVIEW_SIMILAR_MIN_SIMILARITY
     store = get_vector_store()
     neighbours: dict = {}
     vectors = store.vectors_of(memory_ids=[memory.id for memory in memories])

@@ -343,6 +343,20 @@ def test_the_queue_shows_the_most_similar_memories_of_the_same_user(staff_client
     assert "No similar memory" in page.find("li", data_id=str(lonely.id)).find(cls="hint").text
 
 
+def test_the_queue_leaves_out_memories_that_are_only_nearest_not_similar(staff_client, owner):
+    # The default model gives any two memories 0.8 or so: "similar" has to mean more.
+    make_memory(owner, key="pet", value="Has a dog called Rex")
+    make_memory(owner, key="food", value="Vegetarian, likes Thai curries")
+    make_memory(owner, key="city", value="Lives in Porto")
+    dog = make_pending(owner, key="pet", value="Walks Rex the dog every morning")
+
+    page = page_of(staff_client.get(QUEUE))
+    similar = page.find("li", data_id=str(dog.id)).find("details", cls="similar")
+    items = [li.text for li in similar.find_all("li")]
+
+    assert len(items) == 1 and "pet: Has a dog called Rex" in items[0], items
+
+
 def test_the_queue_shows_the_old_and_the_new_text_of_a_replacement(staff_client, owner):
     old = make_memory(owner, key="city", value="Lives in Porto")
     new = make_pending(owner, key="city", value="Moved to Lisbon", supersedes=old)
