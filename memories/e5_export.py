@@ -15,9 +15,7 @@ package's own vectors before they are kept.
 Run as `python -m memories.e5_export FLOAT_PATH [INT8_PATH]` (`ensure` does, once per
 checkout)."""
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -228,45 +226,20 @@ def export(path: Path) -> Path:
     import onnx
 
     from memories.e5_package import PackedModel
+    from memories.embedder_export import written_checked
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".export-", suffix=".onnx")
-    os.close(fd)
-    try:
+    def write(tmp: str) -> None:
         onnx.save(build(PackedModel()), tmp)
-        check(Path(tmp))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return path
+
+    return written_checked(path, write=write, check=check)
 
 
 def quantize(source: Path, path: Path) -> Path:
-    """The int8 variant of the float graph (per-channel dynamic quantization of the weight
-    matrices, as for MiniLM), checked against the package like the float one."""
-    import logging
+    """The int8 variant of the float graph (as for MiniLM), checked against the package like
+    the float one."""
+    from memories.embedder_export import quantize_checked
 
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    logging.getLogger().setLevel(logging.ERROR)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".quantize-", suffix=".onnx")
-    os.close(fd)
-    try:
-        quantize_dynamic(
-            str(source),
-            tmp,
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            op_types_to_quantize=["MatMul"],
-            extra_options={"MatMulConstBOnly": True},
-        )
-        check(Path(tmp))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return path
+    return quantize_checked(source, path, check=check)
 
 
 if __name__ == "__main__":

@@ -123,13 +123,11 @@ def export(path: Path) -> Path:
     names = ["input_ids", "attention_mask", "token_type_ids"]
     axes = {name: {0: "batch", 1: "tokens"} for name in names}
     axes["sentence_embedding"] = {0: "batch"}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".export-", suffix=".onnx")
-    os.close(fd)
-    try:
+
+    def write(tmp: str) -> None:
         with torch.no_grad(), warnings.catch_warnings():
             # The tracer's notes on Python-side branches of the attention code; the check
-            # below runs the graph on other lengths and batch sizes.
+            # runs the graph on other lengths and batch sizes.
             warnings.simplefilter("ignore")
             # The TorchScript exporter (dynamo=False) needs only the onnx package; the
             # dynamo one would also need onnxscript. torch is pinned in requirements.txt.
@@ -143,12 +141,8 @@ def export(path: Path) -> Path:
                 dynamic_axes=axes,
                 opset_version=OPSET,
             )
-        _check(Path(tmp))
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would keep it from a server of another user
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return path
+
+    return written_checked(path, write=write, check=_check)
 
 
 def _tokenize(texts: list[str]) -> dict:
@@ -194,15 +188,37 @@ def quantize(source: Path, path: Path) -> Path:
     per output channel (ONNX Runtime's quantize_dynamic); the products of two activations
     (attention) stay float. A query takes ~2.5 ms instead of ~5 on one thread here and a
     batch 2.5 times less; LOCOMO dev recall moved by at most 0.005 (docs/benchmarks.md)."""
+    return quantize_checked(source, path, check=lambda tmp: _check_int8(tmp, source))
+
+
+def written_checked(path: Path, *, write, check, prefix: str = ".export-") -> Path:
+    """Write a model file to path atomically (a reader never sees half a file): `write(tmp)`
+    makes it beside path, `check(tmp)` raises if it is not to be kept."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".onnx")
+    os.close(fd)
+    try:
+        write(tmp)
+        check(Path(tmp))
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would keep it from a server of another user
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return path
+
+
+def quantize_checked(source: Path, path: Path, *, check) -> Path:
+    """The int8 variant of the float graph at source, written to path when `check` passes:
+    per-channel dynamic quantisation of the weight matrices (ONNX Runtime's
+    quantize_dynamic); the products of two activations (attention) stay float."""
     import logging
 
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     # Its advice to pre-process (shape inference) is for static quantisation of CNNs.
     logging.getLogger().setLevel(logging.ERROR)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".quantize-", suffix=".onnx")
-    os.close(fd)
-    try:
+
+    def write(tmp: str) -> None:
         quantize_dynamic(
             str(source),
             tmp,
@@ -211,12 +227,8 @@ def quantize(source: Path, path: Path) -> Path:
             op_types_to_quantize=["MatMul"],
             extra_options={"MatMulConstBOnly": True},
         )
-        _check_int8(Path(tmp), source)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-    return path
+
+    return written_checked(path, write=write, check=check, prefix=".quantize-")
 
 
 # What the int8 graph must keep of the float one's vectors on CHECK_TEXTS (measured: mean
