@@ -523,6 +523,9 @@ _E5_SIMILARITIES = EMBEDDER == "local" and EMBEDDING_LOCAL_MODEL == "multilingua
 EXTRACTION_DUPLICATE_SIMILARITY = env.float(
     "EXTRACTION_DUPLICATE_SIMILARITY", default=0.96 if _E5_SIMILARITIES else 0.92
 )
+# A write answers, as `similar_ids`, up to this many current memories of its scope that are
+# near duplicates of it (EXTRACTION_DUPLICATE_SIMILARITY); 0 skips the look-up.
+SAVE_SIMILAR_MAX = env.int("SAVE_SIMILAR_MAX", default=3)
 EXTRACTION_CLAIM_SECONDS = env.int("EXTRACTION_CLAIM_SECONDS", default=600)
 if _visibility_timeout <= EXTRACTION_CLAIM_SECONDS:
     # Else a task redelivered after its worker died finds its run still claimed, leaves it,

@@ -2,10 +2,10 @@
 First by normalised text and key, then by vector similarity; compared with the user's
 active and pending memories in the same scope (partition)."""
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 
+from memories.facts import normalise
 from memories.models import Memory
 from memories.recall.words import STOP_WORDS
 
@@ -14,10 +14,6 @@ from memories.recall.words import STOP_WORDS
 class MergeDecision:
     kind: Literal["new", "duplicate", "conflict"]
     existing: Memory | None = None
-
-
-def normalise(text: str) -> str:
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
 def content_words(text: str) -> list[str]:

@@ -12,6 +12,8 @@ from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from memories.facts import normalise
+
 
 class User(AbstractUser):
     """A person using the chat product. UUID ids, so memory owner ids are UUIDs everywhere.
@@ -216,6 +218,16 @@ def scope_carriers_condition() -> Q:
     )
 
 
+class NormalisedKeyField(models.CharField):
+    """The memory's key as facts.normalise gives it, computed whenever the row is saved or
+    bulk-created (a raw save, as import's, sets it itself)."""
+
+    def pre_save(self, model_instance, add):
+        value = normalise(model_instance.key)
+        setattr(model_instance, self.attname, value)
+        return value
+
+
 class Memory(models.Model):
     """One remembered fact. `user` is whom it is about (null for persona scope); the API's
     owner_id is the persona for persona scopes and the user otherwise."""
@@ -236,9 +248,27 @@ class Memory(models.Model):
     importance = models.FloatField(default=0.5)
     confidence = models.FloatField(default=1.0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    # The memory a replacement takes the place of (an extracted proposal names it before it
+    # is approved), and on the replaced one, the memory that took its place.
     supersedes = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_by"
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replacements"
     )
+    # No database constraint: an import writes a memory before the one that replaced it
+    # (files are oldest first, in chunks of their own transactions).
+    superseded_by = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_constraint=False,
+    )
+    # The key as writes compare it (facts.normalise): a key names one fact of a scope.
+    key_normalised = NormalisedKeyField(max_length=settings.MEMORY_KEY_MAX_LENGTH, editable=False)
+    # When the fact became current, and when it stopped being current (null while it is;
+    # set when it was superseded or archived). A pending memory becomes current when approved.
+    valid_from = models.DateTimeField(default=timezone.now)
+    valid_until = models.DateTimeField(null=True, blank=True)
     # Provenance of an extracted memory: the conversation or work session it was read from,
     # and the ids of that source's messages that say it (empty when the model cited none).
     # Null and empty for memories written by hand or by tools.
@@ -261,6 +291,9 @@ class Memory(models.Model):
             models.Index(fields=["user", "scope", "status"]),
             models.Index(fields=["persona", "scope", "status"]),
             models.Index(fields=["status", "created_at"]),
+            # The memories holding a key in a scope (one row per fact, on every write).
+            models.Index(fields=["user", "key_normalised"], name="memory_user_key"),
+            models.Index(fields=["persona", "key_normalised"], name="memory_persona_key"),
         ]
         constraints = [
             models.CheckConstraint(
@@ -281,6 +314,11 @@ class Memory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.value[:60]}"
+
+    def save(self, *args, update_fields=None, **kwargs):
+        if update_fields is not None and "key" in update_fields:
+            update_fields = [*update_fields, "key_normalised"]
+        super().save(*args, update_fields=update_fields, **kwargs)
 
     @property
     def owner_id(self):

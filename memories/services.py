@@ -1,18 +1,23 @@
 """Every write to memories and their scope carriers. Each service is one transaction;
 embedding (slow I/O) happens before the transaction opens."""
 
+import hashlib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
 from uuid import UUID
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from memories.embedders import embed_one, get_embedder
-from memories.errors import Conflict, Forbidden, InvalidInput, NotFound, ServiceError
+from memories.embedders import embed_one
+from memories.errors import Conflict, Forbidden, InvalidInput, NotFound
+from memories.facts import normalise
 from memories.models import (
     CARRIERS,
     SCOPE_CARRIERS,
@@ -23,7 +28,6 @@ from memories.models import (
     Persona,
     Project,
     RevisionAction,
-    Scope,
     Source,
     Status,
     Topic,
@@ -33,16 +37,22 @@ from memories.models import (
 )
 from memories.recall.index import (
     index_memory,
-    index_new_memories,
     index_status,
     unindex_memories,
 )
 from memories.recall.vector_store import partition_of
 from memories.selectors import changeable_by
-from ops import timing
 
 EDITABLE_FIELDS = ("key", "value", "category", "importance", "confidence")
-SNAPSHOT_FIELDS = (*EDITABLE_FIELDS, "status", "scope", "supersedes_id")
+SNAPSHOT_FIELDS = (
+    *EDITABLE_FIELDS,
+    "status",
+    "scope",
+    "supersedes_id",
+    "superseded_by_id",
+    "valid_from",
+    "valid_until",
+)
 
 
 def clamp_unit(value: float, *, field: str) -> float:
@@ -52,14 +62,18 @@ def clamp_unit(value: float, *, field: str) -> float:
     return min(1.0, max(0.0, float(value)))
 
 
-def _snapshot(memory: Memory) -> dict:
+def snapshot(memory: Memory) -> dict:
+    """The fields a revision keeps, as JSON."""
     data = {name: getattr(memory, name) for name in SNAPSHOT_FIELDS}
-    if data["supersedes_id"] is not None:
-        data["supersedes_id"] = str(data["supersedes_id"])
+    for name, value in data.items():
+        if isinstance(value, UUID):
+            data[name] = str(value)
+        elif isinstance(value, datetime):
+            data[name] = value.isoformat()
     return data
 
 
-def _record(
+def record_revision(
     memory: Memory, *, action: str, actor: User | None, before: dict | None, note: str = ""
 ) -> MemoryRevision:
     return MemoryRevision.objects.create(
@@ -67,7 +81,7 @@ def _record(
         action=action,
         actor=actor,
         before=before,
-        after=_snapshot(memory),
+        after=snapshot(memory),
         note=note,
     )
 
@@ -124,7 +138,7 @@ def memory_create(
     for carrier in (source_topic, source_work_session):
         if carrier is not None and carrier.user_id != getattr(user, "id", None):
             raise InvalidInput("Not a conversation of this user.", field="source")
-    memory = _memory_new(
+    memory = memory_new(
         scope=scope,
         user=user,
         persona=persona,
@@ -150,7 +164,7 @@ def memory_create(
     return memory
 
 
-def _memory_new(
+def memory_new(
     *,
     scope: str,
     user: User | None,
@@ -179,92 +193,8 @@ def _memory_write(memory: Memory, *, actor: User | None, vector, note: str = "")
     """Insert the memory, its create revision and index rows (inside the caller's
     transaction)."""
     memory.save(force_insert=True)
-    _record(memory, action=RevisionAction.CREATE, actor=actor, before=None, note=note)
+    record_revision(memory, action=RevisionAction.CREATE, actor=actor, before=None, note=note)
     index_memory(memory, vector=vector)
-
-
-def _manual_memory(
-    *,
-    actor: User,
-    scope: str,
-    key: str,
-    value: str,
-    category: str = "",
-    importance: float = 0.5,
-    confidence: float = 1.0,
-    project: Project | None = None,
-    persona: Persona | None = None,
-    source_channel_id: UUID | None = None,
-) -> Memory:
-    if scope == Scope.SESSION:
-        raise InvalidInput(
-            "Session memories come only from extraction; use user or project.", field="scope"
-        )
-    if scope == Scope.PERSONA and not actor.is_staff:
-        raise Forbidden("Only staff can write persona-scope memories.", field="scope")
-    return _memory_new(
-        scope=scope,
-        user=None if scope == Scope.PERSONA else actor,
-        persona=persona,
-        project=project,
-        topic=None,
-        key=key,
-        value=value,
-        category=category,
-        importance=importance,
-        confidence=confidence,
-        source=Source.MANUAL,
-        source_channel_id=source_channel_id,
-        status=Status.ACTIVE,
-    )
-
-
-def memory_create_manual(*, actor: User, **fields) -> Memory:
-    """A memory written by hand (POST /api/memories): active, source manual, about the actor.
-    Fields as MemoryCreateSerializer validates them. Raises InvalidInput (session scope),
-    Forbidden (persona scope by non-staff), EmbedderUnavailable."""
-    memory = _manual_memory(actor=actor, **fields)
-    vector = embed_one(memory.embedding_text)
-    with transaction.atomic():
-        _memory_write(memory, actor=actor, vector=vector)
-    return memory
-
-
-def memory_create_manual_batch(*, actor: User, items: Sequence[dict]) -> list[Memory]:
-    """Many manual creates at once, all or nothing: every item is checked before anything is
-    written (an error names `memories[i].field`), the texts are embedded in one batch, and
-    the memories are written in one transaction, in input order. Raises InvalidInput,
-    Forbidden, EmbedderUnavailable."""
-    memories = []
-    for index, fields in enumerate(items):
-        try:
-            memories.append(_manual_memory(actor=actor, **fields))
-        except ServiceError as error:
-            error.field = f"memories[{index}].{error.field or 'scope'}"
-            raise
-    embedder = get_embedder()
-    with timing.stage("embedding"):
-        vectors = (
-            embedder.embed([memory.embedding_text for memory in memories])
-            if embedder is not None
-            else None
-        )
-    with timing.stage("write"), transaction.atomic():
-        # What _memory_write does for one memory, in a few statements for all of them.
-        Memory.objects.bulk_create(memories)
-        MemoryRevision.objects.bulk_create(
-            MemoryRevision(
-                memory=memory,
-                action=RevisionAction.CREATE,
-                actor=actor,
-                before=None,
-                after=_snapshot(memory),
-                note="",
-            )
-            for memory in memories
-        )
-        index_new_memories(memories, vectors=vectors)
-    return memories
 
 
 def memory_update(
@@ -280,24 +210,27 @@ def memory_update(
     for field in ("importance", "confidence"):
         if field in changes:
             changes[field] = clamp_unit(changes[field], field=field)
-    new_text = Memory(
-        key=changes.get("key", memory.key), value=changes.get("value", memory.value)
-    ).embedding_text
-    vector = embed_one(new_text) if new_text != memory.embedding_text else None
+    embedded_text = _text_after(memory, changes)
+    vector = embed_one(embedded_text) if embedded_text != memory.embedding_text else None
     with transaction.atomic():
         locked = _lock_live(memory.id)
         if approve and locked.status != Status.PENDING_REVIEW:
             raise Conflict(
                 f"Only pending_review memories can be approved; this one is {locked.status}."
             )
-        before = _snapshot(locked)
+        before = snapshot(locked)
         changed = [name for name, value in changes.items() if getattr(locked, name) != value]
         if changed:
             for name in changed:
                 setattr(locked, name, changes[name])
             locked.save(update_fields=[*changed, "updated_at"])
-            _record(locked, action=RevisionAction.EDIT, actor=actor, before=before)
+            record_revision(locked, action=RevisionAction.EDIT, actor=actor, before=before)
             if {"key", "value"} & set(changed):
+                if vector is None or locked.embedding_text != embedded_text:
+                    # Another edit changed the row between our read and our lock: the text
+                    # written is not the one embedded above. Embedded again under the lock
+                    # (rare), so the stored vector is always the stored text's.
+                    vector = embed_one(locked.embedding_text)
                 index_memory(locked, vector=vector)
         if approve:
             [locked] = memory_review(
@@ -307,6 +240,72 @@ def memory_update(
                 require_pending=True,
             )
     return locked
+
+
+class FactGroup(NamedTuple):
+    """The memories that hold one key in one scope: a key names one fact there."""
+
+    scope: str
+    user_id: UUID | None
+    persona_id: UUID | None
+    project_id: UUID | None
+    topic_id: UUID | None
+    key_normalised: str
+
+
+def fact_group(memory: Memory) -> FactGroup:
+    return FactGroup(
+        memory.scope,
+        memory.user_id,
+        memory.persona_id,
+        memory.project_id,
+        memory.topic_id,
+        normalise(memory.key),
+    )
+
+
+def lock_fact_keys(groups: Iterable[FactGroup]) -> None:
+    """Inside a transaction: make concurrent writes of these keys take turns until it ends,
+    so a write reads the key's holders and writes its decision before the next one reads.
+    There may be no row to lock yet, so PostgreSQL takes transaction-scoped advisory locks
+    (in one order: two writes of several keys cannot deadlock). SQLite needs none: its
+    transactions are IMMEDIATE (settings), each holds the database's write lock from its
+    start."""
+    if connection.vendor != "postgresql":
+        return
+    keys = sorted(
+        {
+            int.from_bytes(
+                hashlib.blake2b(repr(tuple(map(str, group))).encode(), digest_size=8).digest(),
+                "big",
+                signed=True,
+            )
+            for group in groups
+        }
+    )
+    with connection.cursor() as cursor:
+        for key in keys:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+
+
+def current_holders(group: FactGroup) -> QuerySet[Memory]:
+    """The current (active, live) memories holding the group's key, oldest first."""
+    return Memory.objects.filter(
+        scope=group.scope,
+        user_id=group.user_id,
+        persona_id=group.persona_id,
+        project_id=group.project_id,
+        topic_id=group.topic_id,
+        key_normalised=group.key_normalised,
+        status=Status.ACTIVE,
+        deleted_at__isnull=True,
+    ).order_by("created_at", "id")
+
+
+def _text_after(memory: Memory, changes: dict) -> str:
+    return Memory(
+        key=changes.get("key", memory.key), value=changes.get("value", memory.value)
+    ).embedding_text
 
 
 def _lock_live(memory_id: UUID) -> Memory:
@@ -320,32 +319,56 @@ def memory_delete(*, memory: Memory, actor: User | None) -> None:
     """Soft-delete: the row stays with deleted_at set; its embedding and vector row go."""
     with transaction.atomic():
         locked = _lock_live(memory.id)
-        before = _snapshot(locked)
+        before = snapshot(locked)
         locked.deleted_at = timezone.now()
         locked.save(update_fields=["deleted_at", "updated_at"])
-        _record(locked, action=RevisionAction.DELETE, actor=actor, before=before)
+        record_revision(locked, action=RevisionAction.DELETE, actor=actor, before=before)
         unindex_memories([locked.id])
 
 
 def memory_restore(*, memory_id: UUID, actor: User) -> Memory:
-    """Bring a soft-deleted memory of the actor back: active, re-embedded, re-indexed.
-    Raises NotFound (not the actor's, or not deleted), EmbedderUnavailable."""
-    deleted = Memory.objects.filter(changeable_by(actor), deleted_at__isnull=False)
-    memory = deleted.filter(id=memory_id).first()
+    """Make a deleted or archived memory of the actor current again: active, re-embedded,
+    re-indexed, valid from now. It takes its key back: the current memories holding the key
+    in its scope are superseded by it (as a new write of the key would). Raises NotFound
+    (not the actor's, or neither deleted nor archived), EmbedderUnavailable."""
+    restorable = Memory.objects.filter(changeable_by(actor)).filter(
+        Q(deleted_at__isnull=False) | Q(status=Status.ARCHIVED)
+    )
+    memory = restorable.filter(id=memory_id).first()
     if memory is None:
-        raise NotFound("No deleted memory of yours with this id.", field="id")
+        raise NotFound("No deleted or archived memory of yours with this id.", field="id")
     vector = embed_one(memory.embedding_text)
     with transaction.atomic():
-        # Locked and still deleted: of two concurrent restores the second finds no row.
-        locked = deleted.select_for_update().filter(id=memory_id).first()
+        lock_fact_keys([fact_group(memory)])
+        # Locked and still restorable: of two concurrent restores the second finds no row.
+        locked = restorable.select_for_update().filter(id=memory_id).first()
         if locked is None:
-            raise NotFound("No deleted memory of yours with this id.", field="id")
-        before = _snapshot(locked)
+            raise NotFound("No deleted or archived memory of yours with this id.", field="id")
+        holders = list(current_holders(fact_group(locked)).exclude(id=locked.id))
+        before = snapshot(locked)
         locked.deleted_at = None
         locked.status = Status.ACTIVE
-        locked.save(update_fields=["deleted_at", "status", "updated_at"])
-        _record(locked, action=RevisionAction.RESTORE, actor=actor, before=before)
+        locked.valid_from, locked.valid_until, locked.superseded_by = timezone.now(), None, None
+        locked.save(
+            update_fields=[
+                "deleted_at",
+                "status",
+                "valid_from",
+                "valid_until",
+                "superseded_by",
+                "updated_at",
+            ]
+        )
+        record_revision(locked, action=RevisionAction.RESTORE, actor=actor, before=before)
         index_memory(locked, vector=vector)
+        for holder in holders:
+            memory_archive(
+                memory_id=holder.id,
+                actor=actor,
+                note=f"superseded by {locked.id} (restored)",
+                superseded_by=locked,
+                at=locked.valid_from,
+            )
     return locked
 
 
@@ -368,20 +391,34 @@ def _transition(
     )
     if memory is None:
         return None
-    before = _snapshot(memory)
+    before = snapshot(memory)
     replaced, note = [], ""
     if to_status == Status.ACTIVE and memory.supersedes_id:
         replaced, memory.supersedes_id, note = _replaced_on_approval(memory)
     memory.status, memory.updated_at = to_status, timezone.now()
+    if to_status == Status.ACTIVE:
+        # Current from its approval: until then the memory it replaces was.
+        memory.valid_from = memory.updated_at
     updated = Memory.objects.filter(
         id=memory_id, status=Status.PENDING_REVIEW, deleted_at__isnull=True
-    ).update(status=to_status, updated_at=memory.updated_at, supersedes_id=memory.supersedes_id)
+    ).update(
+        status=to_status,
+        updated_at=memory.updated_at,
+        supersedes_id=memory.supersedes_id,
+        valid_from=memory.valid_from,
+    )
     if not updated:
         return None
-    _record(memory, action=action, actor=actor, before=before, note=note)
+    record_revision(memory, action=action, actor=actor, before=before, note=note)
     index_status([memory.id], to_status)
     for old_id in replaced:
-        memory_archive(memory_id=old_id, actor=actor, note=f"superseded by {memory.id}")
+        memory_archive(
+            memory_id=old_id,
+            actor=actor,
+            note=f"superseded by {memory.id}",
+            superseded_by=memory,
+            at=memory.valid_from,
+        )
     return memory
 
 
@@ -421,7 +458,7 @@ def _replaced_on_approval(memory: Memory) -> tuple[list[UUID], UUID | None, str]
             persona_id=memory.persona_id,
             project_id=memory.project_id,
             topic_id=memory.topic_id,
-            key__iexact=memory.key,
+            key_normalised=memory.key_normalised,
             status=Status.ACTIVE,
             deleted_at__isnull=True,
         )
@@ -445,8 +482,17 @@ def _replaced_on_approval(memory: Memory) -> tuple[list[UUID], UUID | None, str]
     return stale, memory.supersedes_id, note
 
 
-def memory_archive(*, memory_id: UUID, actor: User | None, note: str = "") -> bool:
-    """Archive an active or pending memory (never deletes). False when already archived."""
+def memory_archive(
+    *,
+    memory_id: UUID,
+    actor: User | None,
+    note: str = "",
+    superseded_by: Memory | None = None,
+    at: datetime | None = None,
+) -> bool:
+    """Archive an active or pending memory (never deletes). False when already archived.
+    An active memory stops being current: valid_until is set (to `at`, by default now), and
+    `superseded_by` names the memory that replaced it, if one did."""
     with transaction.atomic():
         memory = (
             Memory.objects.select_for_update()
@@ -456,10 +502,17 @@ def memory_archive(*, memory_id: UUID, actor: User | None, note: str = "") -> bo
         )
         if memory is None:
             return False
-        before = _snapshot(memory)
+        before = snapshot(memory)
+        fields = ["status", "updated_at"]
+        if memory.status == Status.ACTIVE:
+            memory.valid_until = max(at or timezone.now(), memory.valid_from)
+            memory.superseded_by = superseded_by
+            fields += ["valid_until", "superseded_by"]
         memory.status = Status.ARCHIVED
-        memory.save(update_fields=["status", "updated_at"])
-        _record(memory, action=RevisionAction.ARCHIVE, actor=actor, before=before, note=note)
+        memory.save(update_fields=fields)
+        record_revision(
+            memory, action=RevisionAction.ARCHIVE, actor=actor, before=before, note=note
+        )
         index_status([memory.id], Status.ARCHIVED)
     return True
 
@@ -498,13 +551,13 @@ def memory_merge(
             if partition_of(memory) != partition_of(locked[keep.id]):
                 raise Conflict(f"Memory {memory_id} is not of the same user and scope.")
         target = locked[keep.id]
-        before = _snapshot(target)
+        before = snapshot(target)
         changed = [name for name, value in changes.items() if getattr(target, name) != value]
         for name in changed:
             setattr(target, name, changes[name])
         target.save(update_fields=[*changed, "updated_at"])
         merged = ", ".join(str(other.id) for other in others)
-        _record(
+        record_revision(
             target,
             action=RevisionAction.MERGE,
             actor=actor,

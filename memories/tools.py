@@ -20,11 +20,12 @@ from django.conf import settings
 from rest_framework import serializers
 from rest_framework.utils.encoders import JSONEncoder
 
-from memories import selectors, services
+from memories import saving, selectors, services
 from memories.api.serializers import (
     SCOPE_ALIASES,
     MemorySerializer,
     RecallResultSerializer,
+    StrictBooleanField,
     StrictInputMixin,
     StrictUUIDField,
     UnitFloatField,
@@ -38,7 +39,6 @@ from memories.models import (
     Persona,
     Project,
     Scope,
-    Source,
     Topic,
     User,
     WorkSession,
@@ -173,6 +173,7 @@ class MemorySaveArguments(ToolArguments):
     scope = serializers.ChoiceField(
         choices=[Scope.USER, Scope.PROJECT, Scope.PERSONA_USER, *SCOPE_ALIASES], default="user"
     )
+    replace = StrictBooleanField(default=True)
 
     def validate_scope(self, value):
         return SCOPE_ALIASES.get(value, value)
@@ -213,10 +214,12 @@ def memory_save_tool(
     category: str,
     importance: float,
     scope: str,
+    replace: bool,
 ) -> dict:
     """Save a fact as an active memory with source tool, in the user's scope or the call's
-    project or persona. Raises InvalidInput (project or persona_user scope outside a project
-    or persona), EmbedderUnavailable."""
+    project or persona; one row per fact, as POST /api/memories (saving.py). Raises
+    InvalidInput (project or persona_user scope outside a project or persona),
+    EmbedderUnavailable."""
     carriers = {}
     for name in SCOPE_CARRIERS[scope]:
         carriers[name] = user if name == "user" else context.carrier(name)
@@ -226,18 +229,23 @@ def memory_save_tool(
                 f"{CONTEXT_FOR_CARRIER[name]}.",
                 field="scope",
             )
-    memory = services.memory_create(
+    saved = saving.memory_save_tool(
         actor=user,
         scope=scope,
-        source=Source.TOOL,
         key=key,
         value=value,
         category=category,
         importance=importance,
         confidence=confidence,
+        replace=replace,
         **carriers,
     )
-    return {"memory": MemorySerializer(memory, context=serializer_context(user)).data}
+    return {
+        "memory": MemorySerializer(saved.memory, context=serializer_context(user)).data,
+        "created": saved.created,
+        "superseded_ids": saved.superseded_ids,
+        "similar_ids": saved.similar_ids,
+    }
 
 
 def memory_recall_tool(*, user: User, context: ToolContext, query: str, top_k: int) -> dict:
@@ -300,7 +308,8 @@ MEMORY_SAVE = Tool(
     description=(
         "Save a lasting fact about the user (a preference, a personal detail, a decision) so "
         "it can be recalled in later conversations. Use a short key and state the fact in the "
-        "value."
+        "value. A key names one fact: saving a key again with a new value updates it (the "
+        "old value is kept as history), and saving the same fact again changes nothing."
     ),
     parameters=_object(
         {
@@ -349,6 +358,15 @@ MEMORY_SAVE = Tool(
                         "user: about the user everywhere (null means user); project: only "
                         "within the current project; persona_user: only with the current "
                         "persona."
+                    ),
+                }
+            ),
+            "replace": _optional(
+                {
+                    "type": "boolean",
+                    "description": (
+                        "false keeps the key's current value beside this one, for a key that "
+                        "holds several facts (e.g. 'allergy'); null means true: replace it."
                     ),
                 }
             ),

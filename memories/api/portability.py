@@ -9,7 +9,6 @@ from collections.abc import Iterator
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
-from django.utils import timezone
 from django.utils.http import parse_header_parameters
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -22,6 +21,7 @@ from rest_framework.views import APIView
 from memories import services
 from memories.api.serializers import (
     MemorySerializer,
+    PastDateTimeField,
     ScopeField,
     StrictInputMixin,
     StrictUUIDField,
@@ -85,16 +85,6 @@ class ImportParamsSerializer(StrictInputMixin, serializers.Serializer):
     )
 
 
-class PastDateTimeField(serializers.DateTimeField):
-    """A time that has happened: a future one would rank a memory above any real recency."""
-
-    def to_internal_value(self, value):
-        moment = super().to_internal_value(value)
-        if moment > timezone.now():
-            raise serializers.ValidationError("Must not be in the future.")
-        return moment
-
-
 def optional_uuid() -> StrictUUIDField:
     return StrictUUIDField(required=False, allow_null=True)
 
@@ -137,6 +127,9 @@ class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
     created_at = optional_time()
     updated_at = optional_time()
     deleted_at = optional_time()
+    valid_from = optional_time()
+    valid_until = optional_time()
+    superseded_by_id = optional_uuid()
 
     def validate(self, attrs):
         scope = attrs["scope"]
@@ -148,6 +141,13 @@ class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
                 errors[name] = [f"Required for {scope} scope."]
             elif name not in needs and attrs.get(name):
                 errors[name] = [f"Not allowed for {scope} scope."]
+        if attrs.get("valid_until") and attrs.get("status", Status.ACTIVE) != Status.ARCHIVED:
+            errors["valid_until"] = ["Only an archived memory stopped being current."]
+        elif (
+            attrs.get("valid_from") and attrs.get("valid_until")
+            and attrs["valid_until"] < attrs["valid_from"]
+        ):
+            errors["valid_until"] = ["Must not be before valid_from."]
         if errors:
             raise serializers.ValidationError(errors)
         return attrs
@@ -163,6 +163,9 @@ class ImportResultSerializer(serializers.Serializer):
     created = serializers.IntegerField()
     updated = serializers.IntegerField()
     unchanged = serializers.IntegerField()
+    superseded = serializers.IntegerField(
+        help_text="Current memories archived because a line gave their key another value."
+    )
     errors = LineErrorSerializer(many=True, source="listed_errors")
 
 

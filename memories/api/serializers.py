@@ -1,10 +1,12 @@
 """Input validation and output shapes. No writes here: views call services."""
 
+import datetime
 import math
 import uuid
 from functools import cached_property
 
 from django.conf import settings
+from django.utils import timezone
 from rest_framework import serializers
 
 from memories.models import (
@@ -65,6 +67,50 @@ class StrictUUIDField(serializers.UUIDField):
         if not isinstance(data, str | uuid.UUID):
             self.fail("invalid", value=data)
         return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """JSON true or false. DRF's BooleanField also takes "yes", 1 or "off"."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            raise serializers.ValidationError("Must be true or false.")
+        return data
+
+
+class PastDateTimeField(serializers.DateTimeField):
+    """A time that has happened: a future one would rank a memory above any real recency."""
+
+    def to_internal_value(self, value):
+        moment = super().to_internal_value(value)
+        if moment > timezone.now():
+            raise serializers.ValidationError("Must not be in the future.")
+        return moment
+
+
+class AsOfField(serializers.DateTimeField):
+    """A day (YYYY-MM-DD: its end, UTC) or a moment (ISO 8601) to recall as of."""
+
+    def to_internal_value(self, value):
+        if isinstance(value, str) and len(value) == 10:
+            try:
+                day = datetime.date.fromisoformat(value)
+            except ValueError:
+                raise serializers.ValidationError(
+                    "Expected a date (YYYY-MM-DD) or an ISO 8601 date and time."
+                ) from None
+            return datetime.datetime.combine(day, datetime.time.max, tzinfo=datetime.UTC)
+        return super().to_internal_value(value)
+
+
+def as_of_field() -> AsOfField:
+    return AsOfField(
+        required=False,
+        help_text=(
+            "Recall what was current then: a date (YYYY-MM-DD, as of its end, UTC) or an ISO "
+            "8601 date and time. Memories superseded since are included, later ones left out."
+        ),
+    )
 
 
 class ScopeField(serializers.ChoiceField):
@@ -186,6 +232,9 @@ class MemorySerializer(serializers.ModelSerializer):
             "confidence",
             "status",
             "supersedes_id",
+            "superseded_by_id",
+            "valid_from",
+            "valid_until",
             "access_count",
             "last_accessed_at",
             "created_at",
@@ -208,6 +257,19 @@ class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
     persona_id = persona_ref()
     topic_id = StrictUUIDField(required=False, allow_null=True)
     source_channel_id = StrictUUIDField(required=False, allow_null=True)
+    valid_from = PastDateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="Since when the fact holds (ISO 8601, not in the future); now when left out.",
+    )
+    replace = StrictBooleanField(
+        default=True,
+        help_text=(
+            "A key names one fact: saving the key of a current memory with another value "
+            "replaces it (the old one is archived, listed in superseded_ids). false keeps "
+            "both, for a key that deliberately holds several facts."
+        ),
+    )
 
     def validate(self, attrs):
         scope = attrs["scope"]
@@ -493,6 +555,7 @@ class SearchParamsSerializer(RecallContextSerializer):
         default=settings.RECALL_SEARCH_TOP_K,
         help_text=f"How many results, 1 to 50; {settings.RECALL_SEARCH_TOP_K} when left out.",
     )
+    as_of = as_of_field()
 
 
 class ContextRequestSerializer(RecallContextSerializer):
@@ -511,6 +574,7 @@ class ContextRequestSerializer(RecallContextSerializer):
         default=settings.RECALL_HINT_TOP_K,
         help_text=f"At most this many memories, 1 to 20; {settings.RECALL_HINT_TOP_K} if left out.",
     )
+    as_of = as_of_field()
 
 
 class ScorePartsSerializer(serializers.Serializer):
@@ -572,10 +636,49 @@ class ToolListSerializer(serializers.Serializer):
     data = ToolSerializer(many=True)
 
 
+class SavedMemorySerializer(MemorySerializer):
+    """The answer to a write: the memory that holds the fact (serialises saving.Saved)."""
+
+    created = serializers.BooleanField(
+        read_only=True,
+        help_text="false: a current memory said this already (same key and value); it is "
+        "answered, and nothing new was written.",
+    )
+    superseded_ids = serializers.ListField(
+        child=serializers.UUIDField(),
+        read_only=True,
+        help_text="The current memories of this key that the write replaced (now archived).",
+    )
+    similar_ids = serializers.ListField(
+        child=serializers.UUIDField(),
+        read_only=True,
+        help_text="Other current memories of the scope that are near duplicates by meaning "
+        "(nothing was changed about them).",
+    )
+
+    class Meta(MemorySerializer.Meta):
+        fields = [*MemorySerializer.Meta.fields, "created", "superseded_ids", "similar_ids"]
+        read_only_fields = fields
+
+    @cached_property
+    def _memory_serializer(self) -> MemorySerializer:
+        return MemorySerializer(context=self.context)
+
+    def to_representation(self, saved):
+        data = dict(self._memory_serializer.to_representation(saved.memory))
+        data["created"] = saved.created
+        data["superseded_ids"] = [str(memory_id) for memory_id in saved.superseded_ids]
+        data["similar_ids"] = [str(memory_id) for memory_id in saved.similar_ids]
+        return data
+
+
 class SavedSerializer(serializers.Serializer):
     """The memory_save tool's answer."""
 
     memory = MemorySerializer()
+    created = serializers.BooleanField(help_text="false: the fact was saved already.")
+    superseded_ids = serializers.ListField(child=serializers.UUIDField())
+    similar_ids = serializers.ListField(child=serializers.UUIDField())
 
 
 class ForgottenSerializer(serializers.Serializer):

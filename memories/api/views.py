@@ -7,6 +7,7 @@ from django.conf import settings
 from django.contrib.auth import authenticate
 from drf_spectacular.utils import (
     OpenApiParameter,
+    OpenApiResponse,
     PolymorphicProxySerializer,
     extend_schema,
     inline_serializer,
@@ -18,7 +19,7 @@ from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAdminUser, IsAu
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories import selectors, services, tools
+from memories import saving, selectors, services, tools
 from memories.api.filters import MemoryFilter
 from memories.api.permissions import KeyHasScope
 from memories.api.schema import tool_arguments_schema
@@ -43,6 +44,7 @@ from memories.api.serializers import (
     RecallResultsSerializer,
     RejectedCountSerializer,
     RevisionSerializer,
+    SavedMemorySerializer,
     SavedSerializer,
     SearchParamsSerializer,
     TokenRequestSerializer,
@@ -116,6 +118,9 @@ class TokenView(APIView):
         return Response({"token": token.key})
 
 
+BATCH_SAVED = inline_serializer("MemoryBatchSaved", {"data": SavedMemorySerializer(many=True)})
+
+
 class MemoryViewSet(viewsets.GenericViewSet):
     serializer_class = MemorySerializer
     filterset_class = MemoryFilter
@@ -147,24 +152,42 @@ class MemoryViewSet(viewsets.GenericViewSet):
             MemorySerializer(page, many=True, context={"request": request}).data
         )
 
-    @extend_schema(request=MemoryCreateSerializer, responses={201: MemorySerializer})
+    @extend_schema(
+        request=MemoryCreateSerializer,
+        responses={
+            201: OpenApiResponse(SavedMemorySerializer, description="A new memory was written."),
+            200: OpenApiResponse(
+                SavedMemorySerializer,
+                description="A current memory had this key and value already: it is answered.",
+            ),
+        },
+    )
     def create(self, request):
         data = validated(MemoryCreateSerializer, request)
-        memory = services.memory_create_manual(actor=request.user, **data)
-        return self._respond(memory, status.HTTP_201_CREATED)
+        saved = saving.memory_save_manual(actor=request.user, **data)
+        return Response(
+            SavedMemorySerializer(saved, context={"request": request}).data,
+            status=status.HTTP_201_CREATED if saved.created else status.HTTP_200_OK,
+        )
 
     @extend_schema(
         request=MemoryBatchCreateSerializer,
         responses={
-            201: inline_serializer("MemoryBatchCreated", {"data": MemorySerializer(many=True)})
+            201: OpenApiResponse(BATCH_SAVED, description="At least one item wrote a new memory."),
+            200: OpenApiResponse(
+                BATCH_SAVED, description="Every item was said by a current memory already."
+            ),
         },
     )
     @action(detail=False, methods=["post"], filterset_class=None, pagination_class=None)
     def batch(self, request):
         items = validated(MemoryBatchCreateSerializer, request)["memories"]
-        memories = services.memory_create_manual_batch(actor=request.user, items=items)
-        data = MemorySerializer(memories, many=True, context={"request": request}).data
-        return Response({"data": data}, status=status.HTTP_201_CREATED)
+        answers = saving.memory_save_manual_batch(actor=request.user, items=items)
+        data = SavedMemorySerializer(answers, many=True, context={"request": request}).data
+        created = any(answer.created for answer in answers)
+        return Response(
+            {"data": data}, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
 
     def retrieve(self, request, pk=None):
         return self._respond(self.get_object())
@@ -221,6 +244,7 @@ class MemoryViewSet(viewsets.GenericViewSet):
             query=query_for_recall(params["q"]),
             scopes=scopes_for(request, params),
             top_k=params["top_k"],
+            as_of=params.get("as_of"),
         )
         with timing.stage("serialize"):
             data = RecallResultSerializer(hits, many=True, context={"request": request}).data
@@ -235,6 +259,7 @@ class MemoryViewSet(viewsets.GenericViewSet):
             scopes=scopes_for(request, data),
             top_k=data["top_k"],
             budget=settings.MEMORY_HINT_BUDGET_CHARS,
+            as_of=data.get("as_of"),
         )
         memories = RecallResultSerializer(used, many=True, context={"request": request}).data
         return Response({"hint": hint, "memories": memories})
@@ -479,6 +504,7 @@ class ToolCallView(APIView):
                     RecallResultsSerializer,
                     ContextResponseSerializer,
                     ForgottenSerializer,
+                    SavedSerializer,
                 ],
                 resource_type_field_name=None,
             ),
@@ -491,6 +517,6 @@ class ToolCallView(APIView):
         result = tools.tool_call(
             tool, user=request.user, context=tools.ToolContext(**context), arguments=request.data
         )
-        return Response(
-            result, status=status.HTTP_201_CREATED if tool.creates else status.HTTP_200_OK
-        )
+        # A save of a fact that is saved already creates nothing.
+        created = tool.creates and result.get("created", True)
+        return Response(result, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

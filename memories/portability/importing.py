@@ -3,8 +3,15 @@ memories, idempotently.
 
 Each line is matched to a memory of the caller: by `id` when the line has one (a missing id is
 created with that id, so importing the file again finds it), otherwise by scope, carriers, key
-and value. A matched memory is unchanged, or updated to what the line says
-(key, value, category, importance, confidence, status, deleted or not). Provenance (source,
+and value, compared as writes compare them (facts.normalise), so a line never writes a second
+row for a fact. A matched memory is unchanged, or updated to what the line says
+(key, value, category, importance, confidence, status, deleted or not; a line matched without
+id keeps the memory's own spelling of key and value). A created line that is current takes
+its key: the caller's current memories holding the key in its scope before the import are
+superseded by it (counted as `superseded`); memories of the same file never supersede one
+another, so a file keeps what it says. valid_from, valid_until and superseded_by_id come from
+the line when the memory is created (a superseded_by_id naming no memory of the caller once
+the import is done is cleared). Provenance (source,
 source_channel_id), recall statistics (access_count, last_accessed_at) and created_at/updated_at
 come from the line only when the memory is created: an older file must not roll back what this
 service has counted since. supersedes_id, owner_id, user_id and external_user_id are read back
@@ -30,6 +37,7 @@ from django.utils import timezone
 
 from memories.embedders import get_embedder
 from memories.errors import Conflict
+from memories.facts import normalise
 from memories.models import (
     Memory,
     Persona,
@@ -43,7 +51,14 @@ from memories.models import (
 )
 from memories.recall.index import index_memory, index_status, unindex_memories
 from memories.selectors import changeable_by
-from memories.services import _record, _snapshot, clamp_unit
+from memories.services import (
+    FactGroup,
+    clamp_unit,
+    lock_fact_keys,
+    memory_archive,
+    record_revision,
+    snapshot,
+)
 
 IMPORT_CHUNK_LINES = 500
 # A file of garbage must not turn into a response of millions of error entries.
@@ -91,6 +106,9 @@ class ImportLine:
     created_at: datetime | None = None
     updated_at: datetime | None = None
     deleted_at: datetime | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    superseded_by_id: UUID | None = None
 
 
 @dataclass
@@ -98,6 +116,7 @@ class ImportResult:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
+    superseded: int = 0
     errors: list[LineError] = field(default_factory=list)
     unlisted_errors: int = 0  # past MAX_LISTED_ERRORS: counted, not listed
     first_unlisted_line: int | None = None
@@ -129,6 +148,7 @@ class _Plan:
     memory_id: UUID
     action: Literal["create", "update"]
     needs_vector: bool
+    identity: tuple
 
 
 @dataclass
@@ -139,6 +159,7 @@ class _ChunkOutcome:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
+    superseded: int = 0
     errors: list[LineError] = field(default_factory=list)
 
 
@@ -157,33 +178,57 @@ def memory_import(
     # In a dry run the database never sees what earlier chunks would have written, so the
     # run remembers it (as digests: a few hundred bytes a line).
     planned = _Planned()
+    run = _Run()
     for chunk in _chunks(lines, IMPORT_CHUNK_LINES):
         valid = [line for line in chunk if isinstance(line, ImportLine)]
         if dry_run:
-            outcome = _plan_chunk(valid, actor=actor, planned=planned)
+            outcome = _plan_chunk(valid, actor=actor, planned=planned, run=run)
+            run.file_ids.update(planned.by_id)
         else:
-            outcome = _import_chunk(valid, actor=actor)
+            outcome = _import_chunk(valid, actor=actor, run=run)
         result.created += outcome.created
         result.updated += outcome.updated
         result.unchanged += outcome.unchanged
+        result.superseded += outcome.superseded
         invalid = [e for line in chunk if isinstance(line, InvalidLine) for e in line.errors]
         for error in sorted([*invalid, *outcome.errors], key=lambda e: e.line):
             result.add_error(error)
+    if not dry_run:
+        _clear_dangling_links(run.links, actor=actor)
     return result
 
 
-def _import_chunk(lines: list[ImportLine], *, actor: User) -> _ChunkOutcome:
+@dataclass
+class _Run:
+    """What an import has done so far: the ids of the file's memories (created or matched,
+    never superseded by another line of the file), the memories already counted as
+    superseded, and the created memories that name the memory that superseded them."""
+
+    file_ids: set[UUID] = field(default_factory=set)
+    superseded: set[UUID] = field(default_factory=set)
+    links: dict[UUID, UUID] = field(default_factory=dict)
+
+
+def _import_chunk(lines: list[ImportLine], *, actor: User, run: _Run) -> _ChunkOutcome:
     """Classify, embed (outside the transaction) and write one chunk."""
     for _ in range(_CHUNK_ATTEMPTS):
-        outcome = _plan_chunk(lines, actor=actor, planned=_Planned())
+        planned = _Planned()
+        outcome = _plan_chunk(lines, actor=actor, planned=planned, run=run)
         vectors = _vectors_for(outcome.plans)
         try:
-            _write_chunk(outcome.plans, vectors=vectors, actor=actor)
+            outcome.superseded = _write_chunk(
+                outcome.plans, vectors=vectors, actor=actor, run=run, chunk_ids=set(planned.by_id)
+            )
         except (IntegrityError, _ChunkChanged):
             # Another request wrote these memories meanwhile (two imports of one file at
-            # once: an id about to be created exists now). The chunk's transaction rolled
-            # back; classified again, those lines come out unchanged or updated.
+            # once: an id about to be created exists now, or a fact without id). The
+            # chunk's transaction rolled back; classified again, those lines come out
+            # unchanged or updated.
             continue
+        run.file_ids.update(planned.by_id)
+        for plan in outcome.plans:
+            if plan.action == "create" and plan.line.superseded_by_id is not None:
+                run.links[plan.memory_id] = plan.line.superseded_by_id
         return outcome
     raise Conflict(
         "Your memories kept changing while this file was imported; import it again (lines "
@@ -237,13 +282,17 @@ def _memory_identity(memory: Memory) -> tuple:
 
 @dataclass(frozen=True)
 class _PlannedMemory:
-    """A memory as an import compares it, in digests so a dry run can hold 100,000 of them."""
+    """A memory as an import compares it, mostly in digests so a dry run can hold 100,000
+    of them (the key and value are kept: a later line of the same fact keeps their
+    spelling)."""
 
     identity: tuple
     content: bytes  # identity, key and value: what a line without id is matched by
     state: bytes  # the content fields and whether the memory is deleted
     text: bytes  # what its vector is computed from
     is_deleted: bool
+    key: str
+    value: str
 
 
 class _Planned:
@@ -262,15 +311,20 @@ def _planned(source: Memory | ImportLine, identity: tuple) -> _PlannedMemory:
     is_deleted = source.deleted_at is not None
     return _PlannedMemory(
         identity=identity,
-        content=_digest(*identity, source.key, source.value),
+        content=_digest(*identity, normalise(source.key), normalise(source.value)),
         state=_digest(*(getattr(source, name) for name in _CONTENT_FIELDS), is_deleted),
         text=_digest(source.key, source.value),
         is_deleted=is_deleted,
+        key=source.key,
+        value=source.value,
     )
 
 
-def _plan_chunk(lines: list[ImportLine], *, actor: User, planned: _Planned) -> _ChunkOutcome:
-    """Decide, line by line, what importing the chunk does."""
+def _plan_chunk(
+    lines: list[ImportLine], *, actor: User, planned: _Planned, run: _Run
+) -> _ChunkOutcome:
+    """Decide, line by line, what importing the chunk does, and how many current memories
+    its created lines supersede."""
     outcome = _ChunkOutcome()
     lines = [
         replace(
@@ -308,6 +362,8 @@ def _plan_chunk(lines: list[ImportLine], *, actor: User, planned: _Planned) -> _
         elif target.content in planned.by_content:
             memory_id = planned.by_content[target.content]
             current = planned.by_id[memory_id]
+            line = replace(line, key=current.key, value=current.value)
+            target = _planned(line, identity)
         else:
             # A memory that an earlier line changes is in planned.by_content if it still has
             # this content: the database's version of it does not count.
@@ -318,6 +374,9 @@ def _plan_chunk(lines: list[ImportLine], *, actor: User, planned: _Planned) -> _
             ]
             if found:
                 memory_id, current = found[0].id, _planned(found[0], identity)
+                # The same fact: the memory keeps its own spelling of it.
+                line = replace(line, key=found[0].key, value=found[0].value)
+                target = _planned(line, identity)
             else:
                 memory_id = uuid4()
         if current is not None and current.identity != identity:
@@ -332,11 +391,59 @@ def _plan_chunk(lines: list[ImportLine], *, actor: User, planned: _Planned) -> _
         )
         if current is None:
             outcome.created += 1
-            outcome.plans.append(_Plan(line, memory_id, "create", needs_vector))
+            outcome.plans.append(_Plan(line, memory_id, "create", needs_vector, identity))
         else:
             outcome.updated += 1
-            outcome.plans.append(_Plan(line, memory_id, "update", needs_vector))
+            outcome.plans.append(_Plan(line, memory_id, "update", needs_vector, identity))
+    holders = _superseded_holders(outcome.plans, exclude=run.file_ids | set(planned.by_id))
+    fresh = {memory_id for ids in holders.values() for memory_id in ids} - run.superseded
+    run.superseded |= fresh
+    outcome.superseded = len(fresh)
     return outcome
+
+
+def _is_current(line: ImportLine) -> bool:
+    return line.status == Status.ACTIVE and line.deleted_at is None and line.valid_until is None
+
+
+def _group(line: ImportLine, identity: tuple) -> FactGroup:
+    return FactGroup(*identity, normalise(line.key))
+
+
+def _superseded_holders(plans: list[_Plan], *, exclude: set[UUID]) -> dict[UUID, list[UUID]]:
+    """For each created line that is current, by its memory's id: the current memories
+    holding its key in its scope, apart from `exclude` (the file's own)."""
+    creating = {
+        plan.memory_id: _group(plan.line, plan.identity)
+        for plan in plans
+        if plan.action == "create" and _is_current(plan.line)
+    }
+    if not creating:
+        return {}
+    by_identity: dict[tuple, set[str]] = {}
+    for group in creating.values():
+        by_identity.setdefault(group[:5], set()).add(group.key_normalised)
+    holders: dict[FactGroup, list[UUID]] = {}
+    for identity, keys in by_identity.items():
+        scope, user_id, persona_id, project_id, topic_id = identity
+        rows = (
+            Memory.objects.filter(
+                scope=scope,
+                user_id=user_id,
+                persona_id=persona_id,
+                project_id=project_id,
+                topic_id=topic_id,
+                key_normalised__in=keys,
+                status=Status.ACTIVE,
+                deleted_at__isnull=True,
+            )
+            .exclude(id__in=exclude)
+            .order_by("created_at", "id")
+            .values_list("id", "key_normalised")
+        )
+        for memory_id, key in rows:
+            holders.setdefault(FactGroup(*identity, key), []).append(memory_id)
+    return {memory_id: holders.get(group, []) for memory_id, group in creating.items()}
 
 
 def _moved_error(line: ImportLine, identity: tuple) -> LineError:
@@ -417,15 +524,13 @@ def _existing_by_id(lines: list[ImportLine], *, actor: User) -> tuple[dict, set]
 
 
 def _existing_by_content(lines: list[ImportLine], *, actor: User) -> dict[bytes, list[Memory]]:
-    """The caller's memories with the key and value of a line without id, by content; live
-    ones first, then the oldest."""
+    """The caller's memories with the key and value of a line without id (as
+    facts.normalise compares them), by content; live ones first, then the oldest."""
     lines = [line for line in lines if line.id is None]
     if not lines:
         return {}
     memories = Memory.objects.filter(
-        changeable_by(actor),
-        key__in={line.key for line in lines},
-        value__in={line.value for line in lines},
+        changeable_by(actor), key_normalised__in={normalise(line.key) for line in lines}
     )
     found: dict[bytes, list[Memory]] = {}
     for memory in sorted(memories, key=lambda m: (m.deleted_at is not None, m.created_at, m.id)):
@@ -448,18 +553,62 @@ def _vectors_for(plans: list[_Plan]) -> dict[int, list[float]]:
     return dict(zip([line.number for line in wanted], embedder.embed(texts), strict=True))
 
 
-def _write_chunk(plans: list[_Plan], *, vectors: dict, actor: User) -> None:
+def _write_chunk(
+    plans: list[_Plan], *, vectors: dict, actor: User, run: _Run, chunk_ids: set[UUID]
+) -> int:
+    """Write the chunk in one transaction, its keys locked; the number of memories its
+    created lines superseded. Raises _ChunkChanged when, under the lock, a fact it is about
+    to create without id exists (another import of the same file wrote it meanwhile)."""
     has_embedder = get_embedder() is not None
     with transaction.atomic():
+        lock_fact_keys(_group(plan.line, plan.identity) for plan in plans)
+        creating = [plan.line for plan in plans if plan.action == "create" and plan.line.id is None]
+        if creating:
+            found = _existing_by_content(creating, actor=actor)
+            for line in creating:
+                content = _planned(line, _line_identity(line, actor)).content
+                if any(memory.id not in chunk_ids for memory in found.get(content, [])):
+                    raise _ChunkChanged
+        created = {}
         for plan in plans:
             vector = vectors.get(plan.line.number)
             if plan.action == "create":
-                _create(plan, vector=vector, actor=actor)
+                created[plan.memory_id] = _create(plan, vector=vector, actor=actor)
             else:
                 _update(plan, vector=vector, actor=actor, has_embedder=has_embedder)
+        holders = _superseded_holders(plans, exclude=run.file_ids | chunk_ids)
+        superseded = 0
+        for memory_id, old_ids in holders.items():
+            new = created[memory_id]
+            for old_id in old_ids:
+                superseded += memory_archive(
+                    memory_id=old_id,
+                    actor=actor,
+                    note=f"superseded by {new.id} (import)",
+                    superseded_by=new,
+                    at=new.valid_from,
+                )
+    return superseded
 
 
-def _create(plan: _Plan, *, vector: list[float] | None, actor: User) -> None:
+def _clear_dangling_links(links: dict[UUID, UUID], *, actor: User) -> None:
+    """Clear the superseded_by_id of imported memories that name no memory of the caller
+    (an export of another account, imported without its ids)."""
+    targets = sorted(set(links.values()))
+    existing: set[UUID] = set()
+    for start in range(0, len(targets), IMPORT_CHUNK_LINES):
+        batch = targets[start : start + IMPORT_CHUNK_LINES]
+        existing.update(
+            Memory.objects.filter(changeable_by(actor), id__in=batch).values_list("id", flat=True)
+        )
+    dangling = sorted(memory_id for memory_id, target in links.items() if target not in existing)
+    for start in range(0, len(dangling), IMPORT_CHUNK_LINES):
+        Memory.objects.filter(id__in=dangling[start : start + IMPORT_CHUNK_LINES]).update(
+            superseded_by=None
+        )
+
+
+def _create(plan: _Plan, *, vector: list[float] | None, actor: User) -> Memory:
     line = plan.line
     now = timezone.now()
     memory = Memory(
@@ -482,14 +631,19 @@ def _create(plan: _Plan, *, vector: list[float] | None, actor: User) -> None:
         created_at=line.created_at or now,
         updated_at=line.updated_at or line.created_at or now,
         deleted_at=line.deleted_at,
+        key_normalised=normalise(line.key),
+        valid_from=line.valid_from or line.created_at or now,
+        valid_until=line.valid_until,
+        superseded_by_id=line.superseded_by_id,
     )
     # raw, as loaddata saves: auto_now(_add) would replace the line's created_at and
     # updated_at, and recency would rank every imported memory as brand new.
     memory.save_base(raw=True, force_insert=True)
     note = "imported as deleted" if line.deleted_at else ""
-    _record(memory, action=RevisionAction.IMPORT, actor=actor, before=None, note=note)
+    record_revision(memory, action=RevisionAction.IMPORT, actor=actor, before=None, note=note)
     if line.deleted_at is None:
         index_memory(memory, vector=vector)
+    return memory
 
 
 def _update(plan: _Plan, *, vector: list[float] | None, actor: User, has_embedder: bool) -> None:
@@ -507,7 +661,7 @@ def _update(plan: _Plan, *, vector: list[float] | None, actor: User, has_embedde
         raise _ChunkChanged  # edited since classified: the vector was not computed
     if not changed and was_live == is_live:
         return
-    before = _snapshot(memory)
+    before = snapshot(memory)
     for name in changed:
         setattr(memory, name, getattr(line, name))
     if was_live != is_live:
@@ -515,7 +669,7 @@ def _update(plan: _Plan, *, vector: list[float] | None, actor: User, has_embedde
         changed.append("deleted_at")
     memory.save(update_fields=[*changed, "updated_at"])
     note = {(True, False): "deleted by import", (False, True): "restored by import"}
-    _record(
+    record_revision(
         memory,
         action=RevisionAction.IMPORT,
         actor=actor,

@@ -13,6 +13,7 @@ from typing import NamedTuple
 from uuid import UUID
 
 from django.db import connection
+from django.db.models import Q
 
 from memories.models import Memory, Status
 from memories.recall.bm25 import KeywordHit
@@ -58,14 +59,19 @@ def find_candidates(
     scopes: Sequence[RecallScope],
     k: int,
     keyword: dict[UUID, KeywordHit],
+    as_of: datetime | None = None,
 ) -> list[Candidate]:
-    """Up to k nearest neighbours and the keyword hits (keyword_hits), active in these scopes."""
+    """Up to k nearest neighbours and the keyword hits (keyword_hits), active in these
+    scopes; with as_of, the memories that were current then (valid_at), superseded and
+    archived ones included, found by vector (the keyword index holds active memories only)."""
     if not scopes:
         return []
-    if vector is not None and get_vector_store().composes_sql:
+    if as_of is None and vector is not None and get_vector_store().composes_sql:
         rows, similarities = _in_one_statement(vector=vector, scopes=scopes, k=k, keyword=keyword)
     else:
-        rows, similarities = _step_by_step(vector=vector, scopes=scopes, k=k, keyword=keyword)
+        rows, similarities = _step_by_step(
+            vector=vector, scopes=scopes, k=k, keyword=keyword, as_of=as_of
+        )
     best_keyword = max((hit.score for hit in keyword.values()), default=0.0)
     candidates = []
     for row, similarity in zip(rows, similarities, strict=True):
@@ -87,24 +93,36 @@ def find_candidates(
     return candidates
 
 
-def _step_by_step(*, vector, scopes, k, keyword) -> tuple[list, list]:
+def valid_at(moment: datetime) -> Q:
+    """Memories that were current at `moment`: active ones from their valid_from, and
+    archived ones that were current (valid_until set) until after it."""
+    return Q(valid_from__lte=moment) & (
+        Q(status=Status.ACTIVE, valid_until__isnull=True)
+        | Q(status=Status.ARCHIVED, valid_until__gt=moment)
+    )
+
+
+def _step_by_step(*, vector, scopes, k, keyword, as_of=None) -> tuple[list, list]:
     """Rows in SCORING_FIELDS order of the neighbours and keyword hits, and the similarity
     of each (None without a query vector)."""
     similarity: dict[UUID, float] = {}
+    statuses = [Status.ACTIVE] if as_of is None else [Status.ACTIVE, Status.ARCHIVED]
     if vector is not None:
         store = get_vector_store()
         partitions = [scope.partition for scope in scopes]
-        for hit in store.nearest(vector=vector, partitions=partitions, k=k, status=Status.ACTIVE):
-            similarity[hit.memory_id] = hit.similarity
+        for status in statuses:
+            for hit in store.nearest(vector=vector, partitions=partitions, k=k, status=status):
+                similarity[hit.memory_id] = hit.similarity
         missing = [memory_id for memory_id in keyword if memory_id not in similarity]
         for hit in store.distances(vector=vector, memory_ids=missing, partitions=partitions):
             similarity[hit.memory_id] = hit.similarity
     ids = set(similarity) | set(keyword)
     if not ids:
         return [], []
+    current = Q(status=Status.ACTIVE) if as_of is None else valid_at(as_of)
     rows = list(
         Memory.objects.filter(
-            scopes_condition(scopes), id__in=ids, status=Status.ACTIVE, deleted_at__isnull=True
+            current, scopes_condition(scopes), id__in=ids, deleted_at__isnull=True
         ).values_list(*SCORING_FIELDS)
     )
     similarities = [similarity.get(row[0], 0.0) if vector is not None else None for row in rows]

@@ -131,15 +131,26 @@ def hint_build(
 
 
 def memory_hint(
-    *, query: str, scopes, top_k: int, budget: int, now: datetime | None = None
+    *,
+    query: str,
+    scopes,
+    top_k: int,
+    budget: int,
+    now: datetime | None = None,
+    as_of: datetime | None = None,
 ) -> tuple[str, list[RecallHit]]:
     """Recall for a model turn and write the hint; only memories that made it into the hint
-    count as accessed. Recall reads the end of a long query (query_for_recall)."""
+    count as accessed. Recall reads the end of a long query (query_for_recall); with as_of,
+    the memories current at that moment."""
     from memories.recall.recall import memory_recall
     from memories.services import memory_record_access
 
     hits = memory_recall(
-        query=query_for_recall(query), scopes=scopes, top_k=top_k, record_access=False
+        query=query_for_recall(query),
+        scopes=scopes,
+        top_k=top_k,
+        record_access=False,
+        as_of=as_of,
     )
     hint, used = hint_build(hits, budget=budget, now=now)
     if used:

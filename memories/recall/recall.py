@@ -33,9 +33,11 @@ def memory_recall(
     record_access: bool = True,
     weights: scoring.Weights | None = None,
     query_vector: Sequence[float] | None = None,
+    as_of: datetime | None = None,
 ) -> list[RecallHit]:
-    """The top_k active memories of these scopes for `query`, best first.
-    Raises EmbedderUnavailable when the configured embedder fails."""
+    """The top_k active memories of these scopes for `query`, best first; with as_of, the
+    memories that were current at that moment (candidates.valid_at). Raises
+    EmbedderUnavailable when the configured embedder fails."""
     weights = weights or scoring.Weights.from_settings()
     k = settings.RECALL_CANDIDATES
     vector = query_vector
@@ -47,7 +49,9 @@ def memory_recall(
     with recall_stage("keyword"):
         keyword = keyword_hits(query=query, scopes=scopes, k=k)
     with recall_stage("candidates"):
-        candidates = find_candidates(vector=vector, scopes=scopes, k=k, keyword=keyword)
+        candidates = find_candidates(
+            vector=vector, scopes=scopes, k=k, keyword=keyword, as_of=as_of
+        )
     with recall_stage("scoring"):
         calibration = calibrate(vector)
         scored = rank(

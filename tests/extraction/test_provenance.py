@@ -225,4 +225,10 @@ def test_the_export_carries_provenance_and_imports_back(api, owner, no_llm):
     name = next(line for line in lines if line["key"] == "name")
     assert (name["source_topic_id"], name["source_message_ids"]) == (topic_id, [said["id"]])
     assert imported.status_code == 200, imported.content[:500]
-    assert imported.json() == {"created": 0, "updated": 0, "unchanged": 2, "errors": []}
+    assert imported.json() == {
+        "created": 0,
+        "updated": 0,
+        "unchanged": 2,
+        "superseded": 0,
+        "errors": [],
+    }

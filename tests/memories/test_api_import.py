@@ -61,8 +61,14 @@ def has_vector(memory: Memory) -> bool:
     return any(hit.memory_id == memory.id and hit.distance < 1e-4 for hit in hits)
 
 
-def result(created=0, updated=0, unchanged=0, errors=()) -> dict:
-    return {"created": created, "updated": updated, "unchanged": unchanged, "errors": list(errors)}
+def result(created=0, updated=0, unchanged=0, superseded=0, errors=()) -> dict:
+    return {
+        "created": created,
+        "updated": updated,
+        "unchanged": unchanged,
+        "superseded": superseded,
+        "errors": list(errors),
+    }
 
 
 @pytest.fixture

@@ -156,13 +156,22 @@ def test_each_schema_names_exactly_the_arguments_its_validation_takes(name):
 def test_the_schemas_accept_what_the_endpoints_accept_and_refuse_the_rest(api):
     schemas = listed_schemas(api)
     save = Draft202012Validator(schemas["memory_save"])
-    full = {"key": "k", "value": "v", "confidence": 0.9, "category": None, "importance": None}
+    full = {
+        "key": "k",
+        "value": "v",
+        "confidence": 0.9,
+        "category": None,
+        "importance": None,
+        "replace": None,
+    }
 
     assert save.is_valid({**full, "scope": "project"})
     assert save.is_valid({**full, "scope": None})
     assert not save.is_valid({"key": "k", "value": "v"})
     assert not save.is_valid({**full, "scope": None, "confidence": 2})
     assert not save.is_valid({**full, "scope": "session"})
+    assert save.is_valid({**full, "scope": None, "replace": False})
+    assert not save.is_valid({**full, "scope": None, "replace": "no"})
     recall = Draft202012Validator(schemas["memory_recall"])
     assert recall.is_valid({"query": "dog", "top_k": 3})
     assert recall.is_valid({"query": "dog", "top_k": None})

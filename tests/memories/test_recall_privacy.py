@@ -7,7 +7,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from memories import services
+from memories import saving
 from memories.models import Memory
 from tests.conftest import client_for, make_user
 from tests.memories.helpers import make_memory
@@ -62,7 +62,7 @@ def _others_write(count: int) -> None:
         {"scope": "user", "key": f"note {i}", "value": OTHERS[i % len(OTHERS)] + f" {i}"}
         for i in range(count)
     ]
-    services.memory_create_manual_batch(actor=other, items=items)
+    saving.memory_save_manual_batch(actor=other, items=items)
 
 
 def _owner_with_facts(copies: int = 1):
