@@ -127,9 +127,7 @@ TEXTS = [
 ] + EDGE_CASES
 
 
-def test_onnx_gives_the_vectors_sentence_transformers_gives_for_hundreds_of_texts(
-    settings, minilm
-):
+def test_onnx_gives_the_vectors_sentence_transformers_gives_for_hundreds_of_texts(settings, minilm):
     settings.EMBEDDER_RUNTIME = "onnx"
     onnx = np.array(get_embedder().embed(TEXTS))
     settings.EMBEDDER_RUNTIME = "torch"

@@ -51,9 +51,7 @@ def search_keys(api, query: str) -> list[str]:
         "good morning, how are you today?",
     ],
 )
-def test_a_question_no_memory_helps_with_gets_an_empty_hint_and_no_results(
-    profile_api, question
-):
+def test_a_question_no_memory_helps_with_gets_an_empty_hint_and_no_results(profile_api, question):
     response = profile_api.post(CONTEXT_URL, {"query": question}, format="json")
 
     assert response.status_code == 200
@@ -77,9 +75,7 @@ def test_a_vague_request_keeps_the_memory_it_is_about(profile_api, question, key
 
 
 def test_a_deleted_memory_leaves_nothing_behind_for_its_question(profile_api):
-    car = next(
-        m for m in profile_api.get(CREATE_URL).json()["data"] if m["key"] == "car"
-    )
+    car = next(m for m in profile_api.get(CREATE_URL).json()["data"] if m["key"] == "car")
     assert "car" in search_keys(profile_api, "Prius")
 
     assert profile_api.delete(f"{CREATE_URL}/{car['id']}").status_code == 204

@@ -99,6 +99,4 @@ def test_the_memories_a_related_question_is_about_mostly_come_back(answers, kind
     cut = sum(len(set(a["relevant"]) - set(a["returned"])) for a in related)
     share = 1 - cut / total
 
-    assert share >= MIN_RELEVANT_KEPT[kind], f"kept {share:.1%} of {total}:\n" + "\n".join(
-        missed
-    )
+    assert share >= MIN_RELEVANT_KEPT[kind], f"kept {share:.1%} of {total}:\n" + "\n".join(missed)

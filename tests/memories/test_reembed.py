@@ -43,9 +43,7 @@ def test_the_upgrade_from_minilm_to_e5_resumes_where_an_interrupted_run_stopped(
 ):
     settings.EMBEDDING_LOCAL_MODEL = "all-MiniLM-L6-v2"
     memories = [make_memory(owner, key=f"fact{i}", value=f"Fact number {i}") for i in range(3)]
-    assert set(MemoryEmbedding.objects.values_list("model", flat=True)) == {
-        "all-MiniLM-L6-v2-int8"
-    }
+    assert set(MemoryEmbedding.objects.values_list("model", flat=True)) == {"all-MiniLM-L6-v2-int8"}
     settings.EMBEDDING_LOCAL_MODEL = "multilingual-e5-small"
     e5 = embedders.get_embedder()
     calls = []
