@@ -13,6 +13,7 @@ argument left out, and arguments given as a JSON string, as models produce them.
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from types import SimpleNamespace
 from uuid import UUID
 
@@ -23,6 +24,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from memories import saving, selectors, services
 from memories.api.serializers import (
     SCOPE_ALIASES,
+    AsOfField,
     MemorySerializer,
     RecallResultSerializer,
     StrictBooleanField,
@@ -182,6 +184,7 @@ class MemorySaveArguments(ToolArguments):
 class MemoryRecallArguments(ToolArguments):
     query = serializers.CharField(max_length=RECALL_QUERY_MAX_LENGTH)
     top_k = serializers.IntegerField(min_value=1, max_value=50, default=settings.RECALL_HINT_TOP_K)
+    as_of = AsOfField(required=False)
 
 
 class MemoryContextArguments(ToolArguments):
@@ -248,11 +251,16 @@ def memory_save_tool(
     }
 
 
-def memory_recall_tool(*, user: User, context: ToolContext, query: str, top_k: int) -> dict:
-    """The hybrid recall of GET /api/memories/search: {"data": [memory + score]}. Raises
-    EmbedderUnavailable."""
+def memory_recall_tool(
+    *, user: User, context: ToolContext, query: str, top_k: int, as_of: datetime | None = None
+) -> dict:
+    """The hybrid recall of GET /api/memories/search: {"data": [memory + score]}; with as_of,
+    what was current then. Raises EmbedderUnavailable."""
     hits = memory_recall(
-        query=query_for_recall(query), scopes=context.recall_scopes(user), top_k=top_k
+        query=query_for_recall(query),
+        scopes=context.recall_scopes(user),
+        top_k=top_k,
+        as_of=as_of,
     )
     return {"data": RecallResultSerializer(hits, many=True, context=serializer_context(user)).data}
 
@@ -400,6 +408,15 @@ MEMORY_RECALL = Tool(
                     "maximum": 50,
                     "description": (
                         f"How many memories to return; null for {settings.RECALL_HINT_TOP_K}."
+                    ),
+                }
+            ),
+            "as_of": _optional(
+                {
+                    "type": "string",
+                    "description": (
+                        "A past date (YYYY-MM-DD) to recall what was true then, including "
+                        "facts that changed since; null for what is true now."
                     ),
                 }
             ),

@@ -302,3 +302,20 @@ def test_a_bad_item_writes_nothing(api, owner, path):
     assert response.status_code == 400
     assert [m.value for m in current(owner)] == ["Lives in Berlin"]
     assert Memory.objects.filter(user=owner).count() == 1
+
+
+def test_memory_recall_takes_as_of(api, owner):
+    save(api, key="home", value="Lives in Berlin", valid_from="2025-01-01T00:00:00Z")
+    save(api, key="home", value="Lives in Lisbon", valid_from="2026-06-01T00:00:00Z")
+
+    def recall(**arguments):
+        response = api.post(
+            "/api/tools/memory_recall", {"query": "where do I live", **arguments}, format="json"
+        )
+        assert response.status_code == 200, response.content
+        return [hit["value"] for hit in response.json()["data"]]
+
+    assert recall(as_of=None) == ["Lives in Lisbon"]
+    assert recall(as_of="2026-01-15") == ["Lives in Berlin"]
+    bad = api.post("/api/tools/memory_recall", {"query": "x", "as_of": "yesterday"}, format="json")
+    assert_error(bad, 400, "as_of")
