@@ -526,6 +526,9 @@ EXTRACTION_DUPLICATE_SIMILARITY = env.float(
 # A write answers, as `similar_ids`, up to this many current memories of its scope that are
 # near duplicates of it (EXTRACTION_DUPLICATE_SIMILARITY); 0 skips the look-up.
 SAVE_SIMILAR_MAX = env.int("SAVE_SIMILAR_MAX", default=3)
+# ... for batches of at most this many items (one search per item); larger batches, bulk
+# loads, answer similar_ids null (not looked up).
+SAVE_SIMILAR_BATCH_MAX_ITEMS = env.int("SAVE_SIMILAR_BATCH_MAX_ITEMS", default=20)
 EXTRACTION_CLAIM_SECONDS = env.int("EXTRACTION_CLAIM_SECONDS", default=600)
 if _visibility_timeout <= EXTRACTION_CLAIM_SECONDS:
     # Else a task redelivered after its worker died finds its run still claimed, leaves it,

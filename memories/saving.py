@@ -51,7 +51,8 @@ class Saved:
     memory: Memory
     created: bool
     superseded_ids: list[UUID] = field(default_factory=list)
-    similar_ids: list[UUID] = field(default_factory=list)
+    # None: not looked up (a batch larger than SAVE_SIMILAR_BATCH_MAX_ITEMS).
+    similar_ids: list[UUID] | None = field(default_factory=list)
 
 
 @dataclass
@@ -169,8 +170,11 @@ def _save(writes: list[_Write], *, actor: User | None) -> list[Saved]:
             vectors = embedder.embed([write.memory.embedding_text for write in writes])
         for write, vector in zip(writes, vectors, strict=True):
             write.vector = vector
+    # One nearest-neighbour search per item: a bulk load would spend more time here than
+    # on embedding and writing together, so large batches skip it.
+    look_up = len(writes) <= settings.SAVE_SIMILAR_BATCH_MAX_ITEMS
     with timing.stage("similar"):
-        similar = [_near_duplicates(write) for write in writes]
+        similar = [_near_duplicates(write) if look_up else None for write in writes]
     with timing.stage("write"), transaction.atomic():
         answers = _apply(writes, actor=actor)
     # Read back: a memory an item created may have been replaced by a later item.
@@ -178,7 +182,9 @@ def _save(writes: list[_Write], *, actor: User | None) -> list[Saved]:
     for answer, near in zip(answers, similar, strict=True):
         answer.memory = stored[answer.memory.id]
         skip = {answer.memory.id, *answer.superseded_ids}
-        answer.similar_ids = [memory_id for memory_id in near if memory_id not in skip]
+        answer.similar_ids = (
+            None if near is None else [memory_id for memory_id in near if memory_id not in skip]
+        )
     return answers
 
 

@@ -395,6 +395,16 @@ def _transition(
     replaced, note = [], ""
     if to_status == Status.ACTIVE and memory.supersedes_id:
         replaced, memory.supersedes_id, note = _replaced_on_approval(memory)
+    elif to_status == Status.ACTIVE:
+        # A key names one fact: a proposal whose key someone saved since it was proposed
+        # replaces that memory when approved, as a save of the key would.
+        lock_fact_keys([fact_group(memory)])
+        replaced = list(
+            current_holders(fact_group(memory)).select_for_update().values_list("id", flat=True)
+        )
+        if replaced:
+            memory.supersedes_id = replaced[-1]
+            note = f"replaces {', '.join(map(str, replaced))}, which had this key"[:200]
     memory.status, memory.updated_at = to_status, timezone.now()
     if to_status == Status.ACTIVE:
         # Current from its approval: until then the memory it replaces was.
@@ -567,7 +577,12 @@ def memory_merge(
         if {"key", "value"} & set(changed):
             index_memory(target, vector=vector)
         for other in others:
-            memory_archive(memory_id=other.id, actor=actor, note=f"merged into {target.id}")
+            memory_archive(
+                memory_id=other.id,
+                actor=actor,
+                note=f"merged into {target.id}",
+                superseded_by=target,
+            )
     return target
 
 

@@ -144,7 +144,8 @@ class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
         if attrs.get("valid_until") and attrs.get("status", Status.ACTIVE) != Status.ARCHIVED:
             errors["valid_until"] = ["Only an archived memory stopped being current."]
         elif (
-            attrs.get("valid_from") and attrs.get("valid_until")
+            attrs.get("valid_from")
+            and attrs.get("valid_until")
             and attrs["valid_until"] < attrs["valid_from"]
         ):
             errors["valid_until"] = ["Must not be before valid_from."]

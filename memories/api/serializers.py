@@ -652,8 +652,10 @@ class SavedMemorySerializer(MemorySerializer):
     similar_ids = serializers.ListField(
         child=serializers.UUIDField(),
         read_only=True,
+        allow_null=True,
         help_text="Other current memories of the scope that are near duplicates by meaning "
-        "(nothing was changed about them).",
+        "(nothing was changed about them); null when not looked up (a batch of more than "
+        f"{settings.SAVE_SIMILAR_BATCH_MAX_ITEMS} items).",
     )
 
     class Meta(MemorySerializer.Meta):
@@ -668,7 +670,11 @@ class SavedMemorySerializer(MemorySerializer):
         data = dict(self._memory_serializer.to_representation(saved.memory))
         data["created"] = saved.created
         data["superseded_ids"] = [str(memory_id) for memory_id in saved.superseded_ids]
-        data["similar_ids"] = [str(memory_id) for memory_id in saved.similar_ids]
+        data["similar_ids"] = (
+            None
+            if saved.similar_ids is None
+            else [str(memory_id) for memory_id in saved.similar_ids]
+        )
         return data
 
 

@@ -319,3 +319,40 @@ def test_memory_recall_takes_as_of(api, owner):
     assert recall(as_of="2026-01-15") == ["Lives in Berlin"]
     bad = api.post("/api/tools/memory_recall", {"query": "x", "as_of": "yesterday"}, format="json")
     assert_error(bad, 400, "as_of")
+
+
+def test_approving_a_proposal_whose_key_was_saved_since_replaces_that_memory(api, owner):
+    proposal = make_pending(owner, key="home", value="Lives in Lisbon")
+    saved = save(api, key="Home", value="Lives in Porto").json()
+
+    approved = api.post(f"/api/memories/{proposal.id}/approve").json()
+
+    assert approved["supersedes_id"] == saved["id"]
+    replaced = api.get(f"/api/memories/{saved['id']}").json()
+    assert replaced["status"] == "archived" and replaced["superseded_by_id"] == approved["id"]
+    assert [m.value for m in current(owner)] == ["Lives in Lisbon"]
+
+
+def test_a_merge_archives_the_others_as_superseded_by_the_kept_memory(owner):
+    from memories import services
+
+    keep = make_memory(owner, key="coffee", value="Drinks coffee")
+    other = make_memory(owner, key="morning coffee", value="Drinks coffee every morning")
+
+    services.memory_merge(keep=keep, others=[other], actor=owner, changes={}, vector=None)
+
+    other.refresh_from_db()
+    assert other.status == Status.ARCHIVED and other.superseded_by_id == keep.id
+    assert other.valid_until is not None
+
+
+def test_a_large_batch_does_not_look_similar_memories_up(api, owner, settings):
+    settings.SAVE_SIMILAR_BATCH_MAX_ITEMS = 2
+    small = [{"key": f"k{i}", "value": f"Fact number {i}"} for i in range(2)]
+    large = [{"key": f"k{i}", "value": f"Other fact {i}"} for i in range(2, 5)]
+
+    looked_up = api.post("/api/memories/batch", {"memories": small}, format="json").json()
+    skipped = api.post("/api/memories/batch", {"memories": large}, format="json").json()
+
+    assert all(item["similar_ids"] == [] for item in looked_up["data"])
+    assert all(item["similar_ids"] is None for item in skipped["data"])
