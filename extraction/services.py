@@ -23,13 +23,13 @@ from django.utils import timezone
 
 from extraction import llm, policy, runs
 from extraction.merge import classify
-from memories.facts import normalise
 from extraction.models import ExtractionRun, ExtractionState, RunStatus, SourceKind
 from extraction.parsing import Candidate, parse_candidates
 from extraction.prompt import EXTRACTABLE_ROLES, ShownMessage, build_messages, shown_messages
 from extraction.rules import extract_by_rules_cited
 from memories import services as memory_services
 from memories.embedders import get_embedder
+from memories.facts import normalise
 from memories.models import (
     SCOPE_CARRIERS,
     ConfigEntry,

@@ -288,18 +288,26 @@ def lock_fact_keys(groups: Iterable[FactGroup]) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
-def current_holders(group: FactGroup) -> QuerySet[Memory]:
-    """The current (active, live) memories holding the group's key, oldest first."""
+def current_in_scope(scope: str, user_id, persona_id, project_id, topic_id) -> QuerySet[Memory]:
+    """The current (active, live) memories of one scope and its carriers."""
     return Memory.objects.filter(
-        scope=group.scope,
-        user_id=group.user_id,
-        persona_id=group.persona_id,
-        project_id=group.project_id,
-        topic_id=group.topic_id,
-        key_normalised=group.key_normalised,
+        scope=scope,
+        user_id=user_id,
+        persona_id=persona_id,
+        project_id=project_id,
+        topic_id=topic_id,
         status=Status.ACTIVE,
         deleted_at__isnull=True,
-    ).order_by("created_at", "id")
+    )
+
+
+def current_holders(group: FactGroup) -> QuerySet[Memory]:
+    """The current memories holding the group's key, oldest first."""
+    return (
+        current_in_scope(*group[:5])
+        .filter(key_normalised=group.key_normalised)
+        .order_by("created_at", "id")
+    )
 
 
 def _text_after(memory: Memory, changes: dict) -> str:
@@ -461,17 +469,8 @@ def _replaced_on_approval(memory: Memory) -> tuple[list[UUID], UUID | None, str]
         stale.append(target.id)
         target_id = target.supersedes_id
     holders = list(
-        Memory.objects.select_for_update()
-        .filter(
-            scope=memory.scope,
-            user_id=memory.user_id,
-            persona_id=memory.persona_id,
-            project_id=memory.project_id,
-            topic_id=memory.topic_id,
-            key_normalised=memory.key_normalised,
-            status=Status.ACTIVE,
-            deleted_at__isnull=True,
-        )
+        current_holders(fact_group(memory))
+        .select_for_update()
         .exclude(id__in=seen)
         .order_by("-created_at")
         .values_list("id", flat=True)[:3]

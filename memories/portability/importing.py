@@ -54,6 +54,7 @@ from memories.selectors import changeable_by
 from memories.services import (
     FactGroup,
     clamp_unit,
+    current_in_scope,
     lock_fact_keys,
     memory_archive,
     record_revision,
@@ -425,18 +426,9 @@ def _superseded_holders(plans: list[_Plan], *, exclude: set[UUID]) -> dict[UUID,
         by_identity.setdefault(group[:5], set()).add(group.key_normalised)
     holders: dict[FactGroup, list[UUID]] = {}
     for identity, keys in by_identity.items():
-        scope, user_id, persona_id, project_id, topic_id = identity
         rows = (
-            Memory.objects.filter(
-                scope=scope,
-                user_id=user_id,
-                persona_id=persona_id,
-                project_id=project_id,
-                topic_id=topic_id,
-                key_normalised__in=keys,
-                status=Status.ACTIVE,
-                deleted_at__isnull=True,
-            )
+            current_in_scope(*identity)
+            .filter(key_normalised__in=keys)
             .exclude(id__in=exclude)
             .order_by("created_at", "id")
             .values_list("id", "key_normalised")
