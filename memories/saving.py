@@ -176,11 +176,11 @@ def _save(writes: list[_Write], *, actor: User | None) -> list[Saved]:
     with timing.stage("similar"):
         similar = [_near_duplicates(write) if look_up else None for write in writes]
     with timing.stage("write"), transaction.atomic():
-        answers = _apply(writes, actor=actor)
-    # Read back: a memory an item created may have been replaced by a later item.
-    stored = Memory.objects.in_bulk({answer.memory.id for answer in answers})
+        answers, replaced_new = _apply(writes, actor=actor)
+    # Read back the memories a later item of the batch replaced (now archived).
+    stored = Memory.objects.in_bulk(replaced_new) if replaced_new else {}
     for answer, near in zip(answers, similar, strict=True):
-        answer.memory = stored[answer.memory.id]
+        answer.memory = stored.get(answer.memory.id, answer.memory)
         skip = {answer.memory.id, *answer.superseded_ids}
         answer.similar_ids = (
             None if near is None else [memory_id for memory_id in near if memory_id not in skip]
@@ -204,9 +204,10 @@ def _near_duplicates(write: _Write) -> list[UUID]:
     ]
 
 
-def _apply(writes: list[_Write], *, actor: User | None) -> list[Saved]:
+def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], set[UUID]]:
     """Decide and write every item in order, inside the caller's transaction, with the keys
-    locked and their holders read under the lock."""
+    locked and their holders read under the lock. Returns the answers, and the ids of
+    memories created by an item and replaced by a later one."""
     groups = [fact_group(write.memory) for write in writes]
     lock_fact_keys(groups)
     holders: dict[FactGroup, list[Memory]] = {}
@@ -264,7 +265,7 @@ def _apply(writes: list[_Write], *, actor: User | None) -> list[Saved]:
             superseded_by=new,
             at=new.valid_from,
         )
-    return answers
+    return answers, {old.id for old, _ in replaced if old.id in new_ids}
 
 
 def _write_created(created: list[tuple[Memory, list[float] | None]], *, actor) -> None:
