@@ -91,14 +91,17 @@ class PastDateTimeField(serializers.DateTimeField):
 class AsOfField(serializers.DateTimeField):
     """A day (YYYY-MM-DD: its end, UTC) or a moment (ISO 8601) to recall as of."""
 
+    default_error_messages = {
+        "invalid": "Expected a date (YYYY-MM-DD) or an ISO 8601 date and time "
+        "(YYYY-MM-DDThh:mm[:ss][+HH:MM|Z])."
+    }
+
     def to_internal_value(self, value):
         if isinstance(value, str) and len(value) == 10:
             try:
                 day = datetime.date.fromisoformat(value)
             except ValueError:
-                raise serializers.ValidationError(
-                    "Expected a date (YYYY-MM-DD) or an ISO 8601 date and time."
-                ) from None
+                self.fail("invalid")
             return datetime.datetime.combine(day, datetime.time.max, tzinfo=datetime.UTC)
         return super().to_internal_value(value)
 

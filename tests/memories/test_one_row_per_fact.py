@@ -241,7 +241,10 @@ def test_as_of_recalls_what_was_current_then(api, owner):
 
 
 def test_as_of_must_be_a_date(api, owner):
-    assert_error(api.get("/api/memories/search", {"q": "x", "as_of": "last week"}), 400, "as_of")
+    body = assert_error(
+        api.get("/api/memories/search", {"q": "x", "as_of": "last week"}), 400, "as_of"
+    )
+    assert "YYYY-MM-DD" in body["fields"]["as_of"][0]
     response = api.post(
         "/api/memories/context", {"query": "x", "as_of": "2026-13-01"}, format="json"
     )
