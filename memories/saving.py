@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from memories.embedders import get_embedder
 from memories.errors import Forbidden, InvalidInput, ServiceError
+from memories.fact_keys import FactGroup, current_holders, fact_group, lock_fact_keys
 from memories.facts import decide
 from memories.models import (
     Memory,
@@ -30,10 +31,6 @@ from memories.models import (
 from memories.recall.index import index_new_memories
 from memories.recall.vector_store import get_vector_store, partition_of
 from memories.services import (
-    FactGroup,
-    current_holders,
-    fact_group,
-    lock_fact_keys,
     memory_archive,
     memory_new,
     record_revision,

@@ -1,23 +1,21 @@
 """Every write to memories and their scope carriers. Each service is one transaction;
 embedding (slow I/O) happens before the transaction opens."""
 
-import hashlib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
 from uuid import UUID
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from memories.embedders import embed_one
 from memories.errors import Conflict, Forbidden, InvalidInput, NotFound
-from memories.facts import normalise
+from memories.fact_keys import current_holders, fact_group, lock_fact_keys
 from memories.models import (
     CARRIERS,
     SCOPE_CARRIERS,
@@ -240,74 +238,6 @@ def memory_update(
                 require_pending=True,
             )
     return locked
-
-
-class FactGroup(NamedTuple):
-    """The memories that hold one key in one scope: a key names one fact there."""
-
-    scope: str
-    user_id: UUID | None
-    persona_id: UUID | None
-    project_id: UUID | None
-    topic_id: UUID | None
-    key_normalised: str
-
-
-def fact_group(memory: Memory) -> FactGroup:
-    return FactGroup(
-        memory.scope,
-        memory.user_id,
-        memory.persona_id,
-        memory.project_id,
-        memory.topic_id,
-        normalise(memory.key),
-    )
-
-
-def lock_fact_keys(groups: Iterable[FactGroup]) -> None:
-    """Inside a transaction: make concurrent writes of these keys take turns until it ends,
-    so a write reads the key's holders and writes its decision before the next one reads.
-    There may be no row to lock yet, so PostgreSQL takes transaction-scoped advisory locks
-    (in one order: two writes of several keys cannot deadlock). SQLite needs none: its
-    transactions are IMMEDIATE (settings), each holds the database's write lock from its
-    start."""
-    if connection.vendor != "postgresql":
-        return
-    keys = sorted(
-        {
-            int.from_bytes(
-                hashlib.blake2b(repr(tuple(map(str, group))).encode(), digest_size=8).digest(),
-                "big",
-                signed=True,
-            )
-            for group in groups
-        }
-    )
-    with connection.cursor() as cursor:
-        for key in keys:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
-
-
-def current_in_scope(scope: str, user_id, persona_id, project_id, topic_id) -> QuerySet[Memory]:
-    """The current (active, live) memories of one scope and its carriers."""
-    return Memory.objects.filter(
-        scope=scope,
-        user_id=user_id,
-        persona_id=persona_id,
-        project_id=project_id,
-        topic_id=topic_id,
-        status=Status.ACTIVE,
-        deleted_at__isnull=True,
-    )
-
-
-def current_holders(group: FactGroup) -> QuerySet[Memory]:
-    """The current memories holding the group's key, oldest first."""
-    return (
-        current_in_scope(*group[:5])
-        .filter(key_normalised=group.key_normalised)
-        .order_by("created_at", "id")
-    )
 
 
 def _text_after(memory: Memory, changes: dict) -> str:

@@ -37,6 +37,7 @@ from django.utils import timezone
 
 from memories.embedders import get_embedder
 from memories.errors import Conflict
+from memories.fact_keys import FactGroup, current_in_scope, lock_fact_keys
 from memories.facts import normalise
 from memories.models import (
     Memory,
@@ -52,10 +53,7 @@ from memories.models import (
 from memories.recall.index import index_memory, index_status, unindex_memories
 from memories.selectors import changeable_by
 from memories.services import (
-    FactGroup,
     clamp_unit,
-    current_in_scope,
-    lock_fact_keys,
     memory_archive,
     record_revision,
     snapshot,
