@@ -6,11 +6,16 @@ from django.db.models import QuerySet
 from extraction.models import ExtractionRun
 from memories.errors import NotFound
 from memories.models import User
+from memories.selectors import administered_by
 
 
 def runs_visible_to(user: User) -> QuerySet[ExtractionRun]:
-    """The user's extraction runs (staff: everyone's), newest first."""
-    runs = ExtractionRun.objects.all() if user.is_staff else ExtractionRun.objects.filter(user=user)
+    """The user's extraction runs (staff: those of every user they administer), newest
+    first."""
+    if user.is_staff:
+        runs = ExtractionRun.objects.filter(administered_by(user, via="user__"))
+    else:
+        runs = ExtractionRun.objects.filter(user=user)
     return runs.order_by("-created_at", "-id")
 
 

@@ -8,12 +8,21 @@ from django.db import transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
-from memories.api_keys import external_user_get_or_create, validate_external_id
+from memories.api_keys import default_tenant, external_user_get_or_create, validate_external_id
 from memories.errors import Conflict, Forbidden, InvalidInput, NotFound
-from memories.models import ApiKey, Memory, MemoryEmbedding, MemoryRevision, Status, User
+from memories.models import (
+    ApiKey,
+    Memory,
+    MemoryEmbedding,
+    MemoryRevision,
+    Status,
+    Tenant,
+    User,
+)
 from memories.recall.index import unindex_memories
 from memories.recall.keyword import get_keyword_index
 from memories.recall.vector_store import get_vector_store
+from memories.selectors import administered_by
 
 ERASE_BATCH = 500
 
@@ -24,12 +33,12 @@ def batched(items: list, size: int):
         yield items[start : start + size]
 
 
-def users_with_counts() -> QuerySet[User]:
-    """End users and local logins (not API key accounts), newest first, with their live
-    active and pending memory counts."""
+def users_with_counts(*, actor: User) -> QuerySet[User]:
+    """The end users staff `actor` administers (never local logins or API key accounts),
+    newest first, with their live active and pending memory counts."""
     live = Q(memory__deleted_at__isnull=True)
     return (
-        User.objects.filter(api_key__isnull=True)
+        User.objects.filter(administered_by(actor), external_id__isnull=False)
         .annotate(
             active=Count("memory", filter=live & Q(memory__status=Status.ACTIVE)),
             pending=Count("memory", filter=live & Q(memory__status=Status.PENDING_REVIEW)),
@@ -38,24 +47,28 @@ def users_with_counts() -> QuerySet[User]:
     )
 
 
-def user_get(*, user_id, field: str = "id") -> User:
-    """One user (not an API key's account). Raises NotFound."""
-    user = users_with_counts().filter(id=user_id).first()
+def user_get(*, user_id, actor: User, field: str = "id") -> User:
+    """One end user `actor` administers. Raises NotFound."""
+    user = users_with_counts(actor=actor).filter(id=user_id).first()
     if user is None:
         raise NotFound("No user with this id.", field=field)
     return user
 
 
-def external_user_create(*, external_id: str) -> User:
-    """Create the end user with this external id. Raises InvalidInput, Conflict (exists)."""
+def external_user_create(*, external_id: str, tenant: Tenant | None = None) -> User:
+    """Create the end user of `tenant` (the default tenant when None) with this external id.
+    Raises InvalidInput, Conflict (exists)."""
+    tenant = tenant or default_tenant()
     try:
         external_id = validate_external_id(external_id)
     except InvalidInput as error:
         detail = error.detail.replace("X-User-Id", "external_id")
         raise InvalidInput(detail, field="external_id") from None
-    if User.objects.filter(external_id=external_id).exists():
+    if User.objects.filter(tenant=tenant, external_id=external_id).exists():
         raise Conflict("A user with this external_id exists already.", field="external_id")
-    user, created = external_user_get_or_create(external_id=external_id, provision=True)
+    user, created = external_user_get_or_create(
+        external_id=external_id, provision=True, tenant=tenant
+    )
     if not created:  # created by a concurrent request meanwhile
         raise Conflict("A user with this external_id exists already.", field="external_id")
     return user
@@ -68,6 +81,11 @@ def user_erase(*, user: User) -> None:
     an API key's account (revoke the key instead)."""
     if ApiKey.objects.filter(account=user).exists():
         raise Forbidden("This is an API key's account: revoke the key instead.", field="id")
+    if user.is_staff or user.is_superuser:
+        raise Forbidden(
+            "Staff and superuser accounts are not erased through the API; use the admin.",
+            field="id",
+        )
     with transaction.atomic():
         memory_ids = list(Memory.objects.filter(user=user).values_list("id", flat=True))
         # Rows without a foreign key to the user: the vector and keyword index tables.

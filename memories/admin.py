@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 
 from memories import services
-from memories.api_keys import api_key_create, api_key_revoke
+from memories.api_keys import api_key_create, api_key_revoke, default_tenant
 from memories.models import (
     ApiKey,
     ApiKeyScope,
@@ -15,6 +15,7 @@ from memories.models import (
     Project,
     RevisionAction,
     Status,
+    Tenant,
     Topic,
     User,
     WorkSession,
@@ -23,9 +24,16 @@ from memories.models import (
 
 @admin.register(User)
 class MemoryUserAdmin(UserAdmin):
-    list_display = [*UserAdmin.list_display, "external_id"]
+    list_display = [*UserAdmin.list_display, "external_id", "tenant"]
+    list_filter = [*UserAdmin.list_filter, "tenant"]
     search_fields = [*UserAdmin.search_fields, "external_id"]
-    fieldsets = [*UserAdmin.fieldsets, ("Product", {"fields": ["external_id"]})]
+    fieldsets = [*UserAdmin.fieldsets, ("Product", {"fields": ["external_id", "tenant"]})]
+
+
+@admin.register(Tenant)
+class TenantAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "created_at"]
+    search_fields = ["slug", "name"]
 
 
 class ApiKeyCreateForm(forms.ModelForm):
@@ -38,19 +46,33 @@ class ApiKeyCreateForm(forms.ModelForm):
 
     class Meta:
         model = ApiKey
-        fields = ["name", "scopes"]
+        fields = ["name", "tenant", "scopes"]
+        help_texts = {"tenant": "The product it serves: it acts for that tenant's users only."}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["tenant"].initial = default_tenant()
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
     """Keys are made here and shown once, in the message after saving."""
 
-    list_display = ["name", "prefix", "scopes", "created_at", "last_used_at", "revoked_at"]
-    list_filter = ["revoked_at"]
+    list_display = [
+        "name",
+        "prefix",
+        "tenant",
+        "scopes",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ]
+    list_filter = ["revoked_at", "tenant"]
     search_fields = ["name", "prefix"]
     readonly_fields = [
         "name",
         "prefix",
+        "tenant",
         "scopes",
         "account",
         "created_by",
@@ -69,7 +91,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
         return self.readonly_fields if obj is not None else []
 
     def get_fields(self, request, obj=None):
-        return ["name", "scopes"] if obj is None else self.readonly_fields
+        return ["name", "tenant", "scopes"] if obj is None else self.readonly_fields
 
     def save_model(self, request, obj, form, change):
         if change:
@@ -78,6 +100,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
             name=form.cleaned_data["name"],
             scopes=form.cleaned_data["scopes"],
             created_by=request.user,
+            tenant=form.cleaned_data["tenant"],
         )
         # The admin goes on with `obj` (log entry, redirect): make it the key just created.
         obj.__dict__.update({k: v for k, v in key.__dict__.items() if k != "_state"})

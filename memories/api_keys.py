@@ -19,7 +19,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from memories.errors import InvalidInput, NotFound, ServiceError
-from memories.models import ApiKey, ApiKeyScope, User
+from memories.models import DEFAULT_TENANT_SLUG, ApiKey, ApiKeyScope, Tenant, User
 
 KEY_PREFIX = "mem_"
 EXTERNAL_ID_MAX_LENGTH = 255
@@ -68,23 +68,59 @@ def parse_scopes(scopes: Iterable[str]) -> list[str]:
     return [scope for scope in ApiKeyScope.values if scope in given]
 
 
+def default_tenant() -> Tenant:
+    """The tenant of an installation serving one product (made by a migration)."""
+    tenant, _ = Tenant.objects.get_or_create(slug=DEFAULT_TENANT_SLUG)
+    return tenant
+
+
+def tenant_get_or_create(*, slug: str) -> Tenant:
+    """The tenant with this slug, created when missing. Raises InvalidInput naming tenant."""
+    slug = slug.strip()
+    if (
+        not slug
+        or len(slug) > 50
+        or not slug.isascii()
+        or not slug.replace("-", "").replace("_", "").isalnum()
+    ):
+        raise InvalidInput(
+            "A tenant slug is 1 to 50 letters, digits, hyphens or underscores.", field="tenant"
+        )
+    try:
+        with transaction.atomic():
+            tenant, _ = Tenant.objects.get_or_create(slug=slug)
+    except IntegrityError:  # created by a concurrent call meanwhile
+        tenant = Tenant.objects.get(slug=slug)
+    return tenant
+
+
 @transaction.atomic
 def api_key_create(
-    *, name: str, scopes: Iterable[str], created_by: User | None = None
+    *,
+    name: str,
+    scopes: Iterable[str],
+    created_by: User | None = None,
+    tenant: Tenant | None = None,
 ) -> tuple[ApiKey, str]:
-    """Create a key and its account; returns the key and the secret, which is not stored and
-    cannot be shown again. Raises InvalidInput (name, scopes)."""
+    """Create a key of `tenant` (the default tenant when None) and its account; returns the
+    key and the secret, which is not stored and cannot be shown again. Raises InvalidInput
+    (name, scopes)."""
     name = name.strip()
     if not name or len(name) > 100:
         raise InvalidInput("A name of 1 to 100 characters.", field="name")
     scopes = parse_scopes(scopes)
+    tenant = tenant or default_tenant()
     raw_key = KEY_PREFIX + secrets.token_urlsafe(32)
-    key = ApiKey(name=name, scopes=scopes, created_by=created_by, prefix=raw_key[:12])
+    key = ApiKey(
+        name=name, scopes=scopes, created_by=created_by, prefix=raw_key[:12], tenant=tenant
+    )
     key.key_hash = _hash(raw_key)
+    # The account's staff rights (review scope) reach its tenant's end users only.
     account = User(
         username=f"apikey-{key.id.hex[:16]}",
         is_staff=ApiKeyScope.REVIEW in scopes,
         first_name=name[:150],
+        tenant=tenant,
     )
     account.set_unusable_password()
     account.save()
@@ -112,7 +148,7 @@ def api_key_set_scopes(*, key: ApiKey, scopes: Iterable[str]) -> ApiKey:
 def _key_for(raw_key: str) -> ApiKey:
     # The key's own account is read only when the key acts as itself (a lazy second query);
     # a key acting for an end user, the common call, reads the key alone.
-    key = ApiKey.objects.filter(key_hash=_hash(raw_key)).first()
+    key = ApiKey.objects.select_related("tenant").filter(key_hash=_hash(raw_key)).first()
     if key is None:
         raise Unauthenticated("Unknown API key.")
     if key.is_revoked:
@@ -137,17 +173,23 @@ def validate_external_id(raw: str) -> str:
     return raw
 
 
-def _username_for(external_id: str) -> str:
-    if len(external_id) <= 140:
-        return f"ext-{external_id}"
-    return f"ext-{hashlib.sha256(external_id.encode()).hexdigest()[:40]}"
+def _username_for(external_id: str, tenant: Tenant) -> str:
+    # Usernames are unique across tenants; the default tenant's keep their old form.
+    name = external_id if tenant.slug == DEFAULT_TENANT_SLUG else f"{tenant.slug}:{external_id}"
+    if len(name) <= 140:
+        return f"ext-{name}"
+    return f"ext-{hashlib.sha256(name.encode()).hexdigest()[:40]}"
 
 
-def external_user_get_or_create(*, external_id: str, provision: bool) -> tuple[User, bool]:
-    """The user with this external id, created when `provision` and missing. Returns (user,
-    created). Raises InvalidInput (a malformed id), NotFound (missing, no provisioning)."""
+def external_user_get_or_create(
+    *, external_id: str, provision: bool, tenant: Tenant | None = None
+) -> tuple[User, bool]:
+    """The user of `tenant` (the default tenant when None) with this external id, created
+    when `provision` and missing. Returns (user, created). Raises InvalidInput (a malformed
+    id), NotFound (missing, no provisioning)."""
     external_id = validate_external_id(external_id)
-    user = User.objects.filter(external_id=external_id).first()
+    tenant = tenant or default_tenant()
+    user = User.objects.filter(tenant=tenant, external_id=external_id).first()
     if user is not None:
         return user, False
     if not provision:
@@ -156,17 +198,17 @@ def external_user_get_or_create(*, external_id: str, provision: bool) -> tuple[U
             "(AUTO_PROVISION_USERS is off).",
             field="X-User-Id",
         )
-    for username in (_username_for(external_id), f"ext-{secrets.token_hex(16)}"):
+    for username in (_username_for(external_id, tenant), f"ext-{secrets.token_hex(16)}"):
         try:
             with transaction.atomic():
-                user = User(username=username, external_id=external_id)
+                user = User(username=username, external_id=external_id, tenant=tenant)
                 user.set_unusable_password()
                 user.save(force_insert=True)
                 return user, True
         except IntegrityError:
             # Another request created the same external user first (take theirs), or a
             # local login already has this username (try a random one).
-            existing = User.objects.filter(external_id=external_id).first()
+            existing = User.objects.filter(tenant=tenant, external_id=external_id).first()
             if existing is not None:
                 return existing, False
     raise InvalidInput("Could not create a user for this external id.", field="X-User-Id")
@@ -202,7 +244,7 @@ def principal_for(
             field="X-User-Id",
         )
     user, _ = external_user_get_or_create(
-        external_id=external_id, provision=settings.AUTO_PROVISION_USERS
+        external_id=external_id, provision=settings.AUTO_PROVISION_USERS, tenant=key.tenant
     )
     if not user.is_active:
         raise Unauthenticated("This user is deactivated.")

@@ -42,6 +42,7 @@ from memories.models import (
     User,
 )
 from memories.recall.vector_store import get_vector_store, partition_of
+from memories.selectors import administered_by
 
 logger = logging.getLogger(__name__)
 
@@ -304,10 +305,12 @@ def _withdraw_obsolete(users: Sequence[User] | None) -> int:
 # --- Reading and deciding --------------------------------------------------------------------
 
 
-def proposals_for_review() -> QuerySet[ConsolidationProposal]:
-    """Every proposal with its user and memories (and theirs), newest first (staff)."""
+def proposals_for_review(*, actor: User) -> QuerySet[ConsolidationProposal]:
+    """Every proposal of the users staff `actor` administers, with its user and memories
+    (and theirs), newest first."""
     return (
-        ConsolidationProposal.objects.select_related("user")
+        ConsolidationProposal.objects.filter(administered_by(actor, via="user__"))
+        .select_related("user")
         .prefetch_related(
             Prefetch(
                 "memories",
@@ -318,9 +321,9 @@ def proposals_for_review() -> QuerySet[ConsolidationProposal]:
     )
 
 
-def proposal_get(*, proposal_id: UUID) -> ConsolidationProposal:
-    """One proposal with its memories. Raises NotFound."""
-    proposal = proposals_for_review().filter(id=proposal_id).first()
+def proposal_get(*, proposal_id: UUID, actor: User) -> ConsolidationProposal:
+    """One proposal of a user `actor` administers, with its memories. Raises NotFound."""
+    proposal = proposals_for_review(actor=actor).filter(id=proposal_id).first()
     if proposal is None:
         raise NotFound("No consolidation proposal with this id.", field="id")
     return proposal
@@ -341,7 +344,7 @@ def proposal_decide(
     EmbedderUnavailable."""
     if decision not in (RevisionAction.APPROVE, RevisionAction.REJECT):
         raise InvalidInput("The decision is approve or reject.", field="decision")
-    proposal = proposal_get(proposal_id=proposal_id)
+    proposal = proposal_get(proposal_id=proposal_id, actor=actor)
     if (key or value) and (decision != "approve" or proposal.kind != ProposalKind.MERGE):
         raise InvalidInput(
             "Only approving a merge takes a key and value.", field="key" if key else "value"
@@ -410,4 +413,4 @@ def _proposal_close(proposal: ConsolidationProposal, *, actor: User, status: str
     ).update(status=status, decided_at=decided_at, decided_by=actor)
     if not closed:
         raise Conflict("This proposal was decided meanwhile.")
-    return proposal_get(proposal_id=proposal.id)
+    return proposal_get(proposal_id=proposal.id, actor=actor)

@@ -14,14 +14,44 @@ from pgvector.django import VectorField
 
 from memories.facts import normalise
 
+DEFAULT_TENANT_SLUG = "default"
+
+
+class Tenant(models.Model):
+    """A product served by this installation. Its API keys act for its own end users only:
+    the same X-User-Id through keys of two tenants names two different users."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    slug = models.SlugField(max_length=50, unique=True)
+    name = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.slug
+
 
 class User(AbstractUser):
     """A person using the chat product. UUID ids, so memory owner ids are UUIDs everywhere.
     `external_id` is the product's own id for its end user, when the product reaches us with
-    an API key and X-User-Id instead of a login of ours."""
+    an API key and X-User-Id instead of a login of ours; it is unique within its tenant.
+    `tenant` is set for end users and for API keys' own accounts (whose staff rights then
+    reach their tenant's end users only); local logins have none."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    external_id = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    # Null, not "", for a local login: the per-tenant uniqueness covers set ids only.
+    external_id = models.CharField(max_length=255, null=True, blank=True)  # noqa: DJ001
+    tenant = models.ForeignKey(
+        Tenant, null=True, blank=True, on_delete=models.PROTECT, related_name="users"
+    )
+
+    class Meta(AbstractUser.Meta):
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "external_id"],
+                condition=Q(external_id__isnull=False),
+                name="user_external_id_per_tenant",
+            )
+        ]
 
 
 class ApiKeyScope(models.TextChoices):
@@ -42,6 +72,7 @@ class ApiKey(models.Model):
         max_length=16, editable=False, help_text="The key's first characters, to tell keys apart."
     )
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="api_keys")
     scopes = models.JSONField(default=list)
     account = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_key", editable=False

@@ -20,6 +20,15 @@ from memories.models import (
 )
 
 
+def administered_by(actor: User, *, via: str = "") -> Q:
+    """The users whose data staff `actor` administers (review, users, runs), as a condition
+    on the users reached through `via` ("user__" from a memory): everyone for a local staff
+    login; for an API key's account, its tenant's end users only."""
+    if actor.tenant_id is None:
+        return Q()
+    return Q(**{f"{via}tenant_id": actor.tenant_id, f"{via}external_id__isnull": False})
+
+
 def changeable_by(user: User) -> Q:
     """Their own user, project, session and persona_user memories; staff also persona ones."""
     condition = Q(user=user) & ~Q(scope=Scope.PERSONA)
@@ -56,11 +65,13 @@ def memory_counts(*, user: User) -> dict[str, int]:
     return {"active": counts["active"], "pending": counts["pending"]}
 
 
-def pending_memories() -> QuerySet[Memory]:
-    """Pending memories of every user, newest first (staff review)."""
-    return Memory.objects.filter(status=Status.PENDING_REVIEW, deleted_at__isnull=True).order_by(
-        "-created_at", "-id"
-    )
+def pending_memories(*, actor: User | None = None) -> QuerySet[Memory]:
+    """Pending memories of every user staff `actor` administers (of everyone without an
+    actor: the metrics), newest first."""
+    administered = Q() if actor is None else administered_by(actor, via="user__")
+    return Memory.objects.filter(
+        administered, status=Status.PENDING_REVIEW, deleted_at__isnull=True
+    ).order_by("-created_at", "-id")
 
 
 def topic_get(*, user: User, topic_id: UUID, field: str = "topic_id") -> Topic:

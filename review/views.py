@@ -121,7 +121,7 @@ def _filtered(pending, filters: QueueFilterForm):
 @staff_required
 def queue(request):
     filters = QueueFilterForm(request.GET or None)
-    pending = selectors.pending_memories().select_related(
+    pending = selectors.pending_memories(actor=request.user).select_related(
         "user", "persona", "project", "topic", "supersedes", "source_topic", "source_work_session"
     )
     if request.GET:
@@ -298,7 +298,9 @@ def conversation(request, kind: str, source_id):
 def proposals(request):
     """Pending consolidation proposals with the memories they merge or archive."""
     filters = ProposalFilterForm(request.GET or None)
-    pending = consolidation.proposals_for_review().filter(status=ProposalStatus.PENDING)
+    pending = consolidation.proposals_for_review(actor=request.user).filter(
+        status=ProposalStatus.PENDING
+    )
     if filters.is_valid() and filters.cleaned_data.get("kind"):
         pending = pending.filter(kind=filters.cleaned_data["kind"])
     page = Paginator(pending, PAGE_SIZE).get_page(request.GET.get("page"))

@@ -19,6 +19,17 @@ def make_user(username: str, *, is_staff: bool = False) -> User:
     return User.objects.create_user(username=username, password="pw-" + username, is_staff=is_staff)
 
 
+def end_user(user: User, external_id: str | None = None) -> User:
+    """Make a user an end user of the default tenant (as a key's X-User-Id creates them), so
+    the default tenant's review keys administer it."""
+    from memories.api_keys import default_tenant
+
+    user.external_id = external_id or user.external_id or user.username
+    user.tenant = default_tenant()
+    user.save(update_fields=["external_id", "tenant"])
+    return user
+
+
 def client_for(user: User | None) -> APIClient:
     client = APIClient()
     if user is not None:

@@ -98,7 +98,9 @@ class ConsolidationProposalViewSet(mixins.ListModelMixin, viewsets.GenericViewSe
     lookup_value_regex = "[^/]+"
 
     def get_queryset(self):
-        return consolidation.proposals_for_review()
+        if getattr(self, "swagger_fake_view", False):  # the OpenAPI schema has no caller
+            return ConsolidationProposal.objects.none()
+        return consolidation.proposals_for_review(actor=self.request.user)
 
     def _proposal_id(self):
         return parse_uuid(self.kwargs["pk"], what="consolidation proposal")
@@ -109,7 +111,9 @@ class ConsolidationProposalViewSet(mixins.ListModelMixin, viewsets.GenericViewSe
         )
 
     def retrieve(self, request, pk=None):
-        return self._respond(consolidation.proposal_get(proposal_id=self._proposal_id()))
+        return self._respond(
+            consolidation.proposal_get(proposal_id=self._proposal_id(), actor=request.user)
+        )
 
     @extend_schema(request=ProposalApproveSerializer, responses=ConsolidationProposalSerializer)
     @action(detail=True, methods=["post"], filterset_class=None)

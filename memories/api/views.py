@@ -280,7 +280,9 @@ class AdminMemoryViewSet(viewsets.GenericViewSet):
     key_acts_as_itself = True
 
     def get_queryset(self):
-        return selectors.pending_memories()
+        if getattr(self, "swagger_fake_view", False):  # the OpenAPI schema has no caller
+            return Memory.objects.none()
+        return selectors.pending_memories(actor=self.request.user)
 
     @extend_schema(responses=MemorySerializer(many=True))
     @action(detail=False, methods=["get"])
@@ -292,6 +294,14 @@ class AdminMemoryViewSet(viewsets.GenericViewSet):
 
     def _bulk_review(self, decision: str) -> int:
         ids = validated(BulkIdsSerializer, self.request)["ids"]
+        # Only memories of users this reviewer administers (another tenant's are skipped, as
+        # ids that are not pending are).
+        administered = set(
+            Memory.objects.filter(
+                selectors.administered_by(self.request.user, via="user__"), id__in=ids
+            ).values_list("id", flat=True)
+        )
+        ids = [memory_id for memory_id in ids if memory_id in administered]
         changed = services.memory_review(memory_ids=ids, actor=self.request.user, decision=decision)
         return len(changed)
 

@@ -10,6 +10,7 @@ from memories.api_keys import api_key_create
 from memories.embedders import embed_one
 from memories.models import ApiKey, Memory, MemoryRevision, Status
 from memories.recall.vector_store import get_vector_store, partition_of
+from tests.conftest import end_user
 from tests.memories.helpers import assert_error, make_memory, make_pending
 from tests.memories.test_api_keys import key_client
 
@@ -86,7 +87,7 @@ def test_a_normal_user_cannot_reject_in_bulk(api, owner):
 
 
 def test_a_key_needs_the_review_scope_and_is_then_the_actor(owner):
-    pending = make_pending(owner)
+    pending = make_pending(end_user(owner))
     body = {"ids": [str(pending.id)]}
 
     refused = key_client(api_key_create(name="backend", scopes=["read", "write"])[1], None)

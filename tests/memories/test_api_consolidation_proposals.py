@@ -15,7 +15,7 @@ from memories import services
 from memories.api_keys import api_key_create
 from memories.consolidation import consolidation_scan
 from memories.models import ConsolidationProposal, Memory, MemoryRevision, ProposalStatus, Status
-from tests.conftest import make_user
+from tests.conftest import end_user, make_user
 from tests.memories.helpers import assert_error, make_memory
 
 URL = "/api/admin/consolidation-proposals"
@@ -38,7 +38,9 @@ def stale(memory: Memory, days: int = 200) -> Memory:
 
 @pytest.fixture
 def proposed(owner) -> dict:
-    """A merge of two near-duplicates and an archival, as consolidation proposes them."""
+    """A merge of two near-duplicates and an archival, as consolidation proposes them, for
+    an end user of the default tenant (its review keys administer them)."""
+    end_user(owner)
     old = make_memory(owner, key="ui", value=DARK, importance=0.9, confidence=0.6)
     new = make_memory(owner, key="ui", value=DARK_WINDOW, importance=0.3, confidence=0.8)
     car = stale(make_memory(owner, key="car", value="Drives a Fiat"))

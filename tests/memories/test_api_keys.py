@@ -7,8 +7,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from memories.api_keys import api_key_create
+from memories.api_keys import api_key_create, default_tenant
 from memories.models import ApiKey, Memory, Persona, Scope, User
+from tests.conftest import end_user
 from tests.memories.helpers import assert_error, make_memory, make_pending
 
 
@@ -79,8 +80,7 @@ def test_two_keys_reach_the_same_end_user_and_other_end_users_stay_apart(db):
 
 
 def test_a_key_acts_as_an_existing_user_with_that_external_id(owner):
-    owner.external_id = "crm-42"
-    owner.save(update_fields=["external_id"])
+    end_user(owner, "crm-42")
     make_memory(owner, key="language", value="Go")
 
     listing = key_client(new_key(), "crm-42").get("/api/memories").json()
@@ -174,7 +174,7 @@ def test_a_write_only_key_cannot_read(db):
 
 
 def test_review_endpoints_need_the_review_scope(owner):
-    make_pending(owner)
+    make_pending(end_user(owner))
 
     plain = key_client(new_key("read", "write"), None)
     body = assert_error(plain.get("/api/admin/memories/pending"), 403, "scope")
@@ -187,7 +187,7 @@ def test_review_endpoints_need_the_review_scope(owner):
 
 
 def test_a_review_key_approves_across_users_and_is_the_actor(owner, other):
-    first, second = make_pending(owner), make_pending(other)
+    first, second = make_pending(end_user(owner)), make_pending(end_user(other))
     raw_key = new_key("review")
 
     response = key_client(raw_key, None).post(
@@ -245,7 +245,7 @@ def test_an_admin_creates_a_key_in_the_django_admin_and_sees_it_once(db, client)
 
     response = client.post(
         "/admin/memories/apikey/add/",
-        {"name": "support bot", "scopes": ["read"]},
+        {"name": "support bot", "tenant": str(default_tenant().id), "scopes": ["read"]},
         follow=True,
     )
 

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from memories.api_keys import api_key_create
 from memories.models import ApiKey, Memory, Persona, Scope, User
-from tests.conftest import client_for
+from tests.conftest import client_for, end_user
 from tests.erasure import tables_mentioning, traces_of
 from tests.memories.helpers import assert_error, make_memory, stored_rows
 
@@ -19,8 +19,8 @@ def victim(db, client):
     """A user with data everywhere: memories of every own scope (one deleted, one pending,
     edited ones with revisions), a project, topics with messages and an extraction run, a
     work session, a token and a browser session."""
-    user = User.objects.create_user(
-        username=f"victim-{MARKER}", password="pw", external_id=f"ext-{MARKER}"
+    user = end_user(
+        User.objects.create_user(username=f"victim-{MARKER}", password="pw"), f"ext-{MARKER}"
     )
     api = client_for(user)
     persona = Persona.objects.create(name="Barista")

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memories.api_keys import api_key_create
+from memories.api_keys import api_key_create, tenant_get_or_create
 from memories.errors import ServiceError
 
 
@@ -19,14 +19,22 @@ class Command(BaseCommand):
             default="read,write",
             help="Comma-separated: read, write, review (default read,write).",
         )
+        parser.add_argument(
+            "--tenant",
+            default="default",
+            help="The product the key serves (a slug, created if new; default 'default'). "
+            "A key reads, writes and administers its tenant's end users only.",
+        )
 
-    def handle(self, *args, name: str, scopes: str, **options):
+    def handle(self, *args, name: str, scopes: str, tenant: str, **options):
         try:
-            key, raw_key = api_key_create(name=name, scopes=scopes.split(","))
+            key, raw_key = api_key_create(
+                name=name, scopes=scopes.split(","), tenant=tenant_get_or_create(slug=tenant)
+            )
         except ServiceError as error:
             raise CommandError(f"{error.field}: {error.detail}") from None
         self.stderr.write(
-            f"Created API key {key.name!r} ({key.prefix}…) with scopes {', '.join(key.scopes)}. "
-            "Store it now: it is not shown again."
+            f"Created API key {key.name!r} ({key.prefix}…) of tenant {key.tenant.slug!r} with "
+            f"scopes {', '.join(key.scopes)}. Store it now: it is not shown again."
         )
         self.stdout.write(raw_key)
