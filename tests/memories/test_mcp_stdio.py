@@ -154,3 +154,20 @@ def test_stdio_needs_to_know_who_it_acts_for():
 def test_http_takes_no_user():
     with pytest.raises(CommandError, match="--http"):
         call_command("mcp_server", "--http", "--user", "owner", stderr=io.StringIO())
+
+
+def test_an_external_user_of_another_tenant_is_another_user():
+    make_user("local")
+    over_stdio(
+        ["--external-user", "crm-42"],
+        call("memory_save", {"key": "pet", "value": "Has a cat", "confidence": 1}),
+    )
+
+    over_stdio(
+        ["--external-user", "crm-42", "--tenant", "clinic"],
+        call("memory_save", {"key": "pet", "value": "Has a dog", "confidence": 1}),
+    )
+
+    users = User.objects.filter(external_id="crm-42").order_by("date_joined")
+    assert [u.tenant.slug for u in users] == ["default", "clinic"]
+    assert [m.value for m in Memory.objects.filter(user=users[1])] == ["Has a dog"]

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from memories.api.serializers import RecallContextSerializer
-from memories.api_keys import Principal, external_user_get_or_create
+from memories.api_keys import Principal, external_user_get_or_create, tenant_get_or_create
 from memories.errors import ServiceError
 from memories.mcp_server import Caller, serve_http, serve_stdio
 from memories.models import User
@@ -36,6 +36,11 @@ class Command(BaseCommand):
             help="stdio: act as the end user with this external id (X-User-Id of the REST "
             "API); created on first use when AUTO_PROVISION_USERS is on.",
         )
+        parser.add_argument(
+            "--tenant",
+            default="default",
+            help="stdio: the tenant of --external-user (a slug; default 'default').",
+        )
         for option in CONTEXT_OPTIONS:
             parser.add_argument(
                 "--" + option.replace("_", "-"),
@@ -59,7 +64,11 @@ class Command(BaseCommand):
             self.stderr.write(f"Serving MCP over streamable HTTP at http://{host}:{port}/mcp")
             serve_http(host=host, port=port)
             return
-        user = self._user(username=options["user"], external_id=options["external_user"])
+        user = self._user(
+            username=options["user"],
+            external_id=options["external_user"],
+            tenant=options["tenant"],
+        )
         caller = Caller(principal=Principal(user=user), context=self._context(user, given_context))
         # stdout carries the protocol from here on; anything else goes to stderr. The
         # connection of this thread is closed: from now on only worker threads use the ORM.
@@ -67,11 +76,13 @@ class Command(BaseCommand):
         connections.close_all()
         anyio.run(serve_stdio, caller)
 
-    def _user(self, *, username: str | None, external_id: str | None) -> User:
+    def _user(self, *, username: str | None, external_id: str | None, tenant: str) -> User:
         if external_id is not None:
             try:
                 user, _ = external_user_get_or_create(
-                    external_id=external_id, provision=settings.AUTO_PROVISION_USERS
+                    external_id=external_id,
+                    provision=settings.AUTO_PROVISION_USERS,
+                    tenant=tenant_get_or_create(slug=tenant),
                 )
             except ServiceError as error:
                 raise CommandError(f"--external-user: {error.detail}") from None
