@@ -22,6 +22,7 @@ from rest_framework import serializers
 from rest_framework.utils.encoders import JSONEncoder
 
 from memories import saving, selectors, services
+from memories.api.parsers import LONE_SURROGATE, holds_lone_surrogate
 from memories.api.serializers import (
     SCOPE_ALIASES,
     AsOfField,
@@ -525,6 +526,8 @@ def tool_call(tool: Tool, *, user: User, context: ToolContext, arguments) -> dic
             raise InvalidInput(
                 "Arguments are not valid JSON: nested too deeply.", field="body"
             ) from None
+    if holds_lone_surrogate(arguments):
+        raise InvalidInput(LONE_SURROGATE, field="body")
     validator = tool.arguments(data=arguments, context=serializer_context(user))
     validator.is_valid(raise_exception=True)
     result = tool.service(user=user, context=context, **validator.validated_data)

@@ -19,6 +19,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from memories import services
+from memories.api.parsers import holds_lone_surrogate
 from memories.api.serializers import (
     MemorySerializer,
     PastDateTimeField,
@@ -210,6 +211,11 @@ def _import_line(
         return invalid("Not valid JSON: nested too deeply.")
     if not isinstance(data, dict):
         return invalid("Expected a JSON object (one memory per line).")
+    if holds_lone_surrogate(data):
+        return invalid(
+            "The line holds a lone surrogate (an escape in \\ud800-\\udfff without its pair), "
+            "which is not text."
+        )
     try:
         fields = serializer.run_validation(data)
     except serializers.ValidationError as error:

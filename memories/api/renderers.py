@@ -9,4 +9,16 @@ from ops import timing
 class JSONRenderer(renderers.JSONRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None):
         with timing.stage("render"):
-            return super().render(data, accepted_media_type, renderer_context)
+            try:
+                return super().render(data, accepted_media_type, renderer_context)
+            except UnicodeEncodeError:
+                # A string with no UTF-8 form (a lone surrogate from a client's escape, echoed
+                # in an error) is still valid JSON written as \u escapes.
+                return _ASCII.render(data, accepted_media_type, renderer_context)
+
+
+class _AsciiJSONRenderer(renderers.JSONRenderer):
+    ensure_ascii = True
+
+
+_ASCII = _AsciiJSONRenderer()

@@ -1,0 +1,73 @@
+"""Odd bytes in input answer 4xx naming the body or line, never 500 (issue 22's probe): lone
+surrogates (JSON escapes \\ud800-\\udfff without their pair) as field names, choice values or
+text, in every JSON body, tool arguments given as a string, and import lines."""
+
+import json
+
+import pytest
+
+from memories.api.parsers import holds_lone_surrogate
+from memories.models import Memory
+from tests.memories.helpers import assert_error
+
+BODIES = [
+    ("/api/memories", b'{"key": "a", "value": "b", "\\ud800": 1}'),
+    ("/api/memories", b'{"key": "a", "value": "b", "scope": "\\ud800"}'),
+    ("/api/memories", b'{"key": "a", "value": "Likes \\udfff tea"}'),
+    ("/api/memories/batch", b'{"memories": [{"key": "a", "value": "b", "\\udfff": 1}]}'),
+    ("/api/memories/context", b'{"query": "x", "\\ud800x": 1}'),
+    ("/api/tools/memory_save", b'{"key": "a", "value": "b", "confidence": 1, "scope": "\\ud800"}'),
+    ("/api/topics", b'{"title": "t", "\\ud800": 1}'),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), BODIES)
+def test_a_lone_surrogate_in_a_json_body_is_a_400_naming_the_body(api, path, body):
+    response = api.generic("POST", path, body, content_type="application/json")
+
+    error = assert_error(response, 400, "body")
+    assert "lone surrogate" in error["detail"]
+    assert Memory.objects.count() == 0
+
+
+def test_tool_arguments_given_as_a_json_string_are_checked_too(api):
+    arguments = '{"key": "a", "value": "\\ud800", "confidence": 1}'
+
+    response = api.post(
+        "/api/tools/memory_save", json.dumps(arguments), content_type="application/json"
+    )
+
+    assert_error(response, 400, "body")
+    assert Memory.objects.count() == 0
+
+
+def test_an_import_line_with_a_lone_surrogate_is_reported_and_the_rest_imported(api):
+    body = b'{"key": "a", "value": "\\ud800"}\n{"key": "b", "value": "fine"}\n'
+
+    response = api.post("/api/memories/import", body, content_type="application/x-ndjson")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["created"] == 1
+    [error] = response.json()["errors"]
+    assert error["line"] == 1 and "lone surrogate" in error["detail"]
+
+
+def test_paired_surrogates_are_ordinary_text(api):
+    response = api.generic(
+        "POST",
+        "/api/memories",
+        b'{"key": "mood", "value": "Happy \\ud83d\\ude00"}',
+        content_type="application/json",
+    )
+
+    assert response.status_code == 201
+    assert response.json()["value"] == "Happy \U0001f600"
+
+
+def test_the_check_walks_deep_json_without_recursion():
+    deep: object = "\ud800"
+    for _ in range(5000):
+        deep = [deep]
+
+    assert holds_lone_surrogate({"a": deep})
+    assert not holds_lone_surrogate({"a": [["ok"]], "b": {"c": "fine"}})
