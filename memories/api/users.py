@@ -11,6 +11,8 @@ from memories import accounts
 from memories.api.permissions import KeyHasScope
 from memories.api.serializers import StrictInputMixin
 from memories.api.views import parse_uuid, validated
+from memories.api_keys import validate_external_id
+from memories.errors import InvalidInput
 from memories.models import ApiKeyScope, User
 
 
@@ -39,6 +41,17 @@ class EraseSerializer(StrictInputMixin, serializers.Serializer):
     confirm = serializers.CharField(max_length=255, trim_whitespace=False)
 
 
+def validate_external_id_param(raw: str) -> str:
+    """The ?external_id= filter: printable text, as X-User-Id (a NUL would reach the
+    database, which refuses it). Raises InvalidInput naming external_id."""
+    try:
+        return validate_external_id(raw)
+    except InvalidInput:
+        raise InvalidInput(
+            "external_id must be 1 to 255 printable characters.", field="external_id"
+        ) from None
+
+
 class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Users of the service, for a product backend's review key or staff."""
 
@@ -54,7 +67,7 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
         queryset = accounts.users_with_counts(actor=self.request.user)
         external_id = self.request.query_params.get("external_id")
         if external_id is not None:
-            queryset = queryset.filter(external_id=external_id)
+            queryset = queryset.filter(external_id=validate_external_id_param(external_id))
         return queryset
 
     def get_object(self):

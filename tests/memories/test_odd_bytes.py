@@ -71,3 +71,11 @@ def test_the_check_walks_deep_json_without_recursion():
 
     assert holds_lone_surrogate({"a": deep})
     assert not holds_lone_surrogate({"a": [["ok"]], "b": {"c": "fine"}})
+
+
+def test_a_nul_in_a_task_id_or_external_id_filter_is_a_4xx(api, staff_api):
+    run = api.get("/api/extraction-runs/abc\x00def")
+    users = staff_api.get("/api/users", {"external_id": "a\x00b"})
+
+    assert_error(run, 404, "task_id")
+    assert_error(users, 400, "external_id")
