@@ -335,6 +335,10 @@ def _plan_chunk(
     ]
     lines = _lines_with_carriers(lines, actor=actor, errors=outcome.errors)
     mine_by_id, others_ids = _existing_by_id(lines, actor=actor)
+    # An id of someone else's memory is read as no id (matched by content, else a new
+    # memory): the answer is then the one an unknown id gets, so an import cannot tell
+    # whether an id exists in another account, as no other route can.
+    lines = [replace(line, id=None) if line.id in others_ids else line for line in lines]
     mine_by_content = _existing_by_content(lines, actor=actor)
 
     for line in lines:
@@ -348,16 +352,6 @@ def _plan_chunk(
             elif memory_id in mine_by_id:
                 memory = mine_by_id[memory_id]
                 current = _planned(memory, _memory_identity(memory))
-            elif memory_id in others_ids:
-                outcome.errors.append(
-                    LineError(
-                        line.number,
-                        "id",
-                        "This id names a memory you cannot change; leave the id out to import "
-                        "this line as a new memory.",
-                    )
-                )
-                continue
         elif target.content in planned.by_content:
             memory_id = planned.by_content[target.content]
             current = planned.by_id[memory_id]
