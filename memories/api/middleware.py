@@ -1,6 +1,7 @@
 """Every /api/ path answers JSON: also for URLs that match nothing (Django's HTML 404 page
 in DEBUG), oversized bodies, a Host the service does not serve, and unexpected errors."""
 
+import io
 import logging
 
 from django.conf import settings
@@ -21,6 +22,33 @@ _CODES = {
     413: ("request_too_large", "The request body is too large."),
     500: ("server_error", "Something went wrong on our side; the error was logged."),
 }
+
+
+def _too_large(limit: int) -> JsonResponse:
+    detail = f"The request body is larger than {limit} bytes."
+    return JsonResponse(error_body("request_too_large", detail, {"body": [detail]}), status=413)
+
+
+def _is_chunked(request) -> bool:
+    encoding = request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+    return "chunked" in encoding and not request.META.get("CONTENT_LENGTH")
+
+
+def _read_chunked(request, *, limit: int) -> JsonResponse | None:
+    """A body sent with Transfer-Encoding: chunked has no Content-Length, so Django reads it as
+    empty ("key: This field is required"). When the server de-chunked it (gunicorn marks the
+    input's end), it is read here, up to the limit, and handed on with its length; else the
+    client hears to send a Content-Length (411)."""
+    if not request.META.get("wsgi.input_terminated"):
+        detail = "Send the body with a Content-Length; this server cannot read it chunked."
+        return JsonResponse(error_body("length_required", detail, {"body": [detail]}), status=411)
+    body = request.META["wsgi.input"].read(limit + 1)
+    if len(body) > limit:
+        return _too_large(limit)
+    request._stream = io.BytesIO(body)
+    request._read_started = False
+    request.META["CONTENT_LENGTH"] = str(len(body))
+    return None
 
 
 class ApiJsonErrorsMiddleware:
@@ -63,10 +91,9 @@ class ApiJsonErrorsMiddleware:
         limit = getattr(settings, setting)
         length = request.META.get("CONTENT_LENGTH") or "0"
         if length.isdigit() and int(length) > limit:
-            detail = f"The request body is larger than {limit} bytes."
-            return JsonResponse(
-                error_body("request_too_large", detail, {"body": [detail]}), status=413
-            )
+            return _too_large(limit)
+        if setting == "DATA_UPLOAD_MAX_MEMORY_SIZE" and _is_chunked(request):
+            return _read_chunked(request, limit=limit)
         return None
 
     def process_exception(self, request, exception):

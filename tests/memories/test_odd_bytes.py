@@ -2,6 +2,7 @@
 surrogates (JSON escapes \\ud800-\\udfff without their pair) as field names, choice values or
 text, in every JSON body, tool arguments given as a string, and import lines."""
 
+import io
 import json
 
 import pytest
@@ -79,3 +80,39 @@ def test_a_nul_in_a_task_id_or_external_id_filter_is_a_4xx(api, staff_api):
 
     assert_error(run, 404, "task_id")
     assert_error(users, 400, "external_id")
+
+
+def post_chunked(client, path: str, body: bytes, *, terminated: bool = True):
+    """A JSON body sent with Transfer-Encoding: chunked, as gunicorn hands it over (no
+    Content-Length; the de-chunked input marked as terminated)."""
+    extra = {"wsgi.input": io.BytesIO(body)}
+    if terminated:
+        extra["wsgi.input_terminated"] = True
+    return client.post(
+        path,
+        content_type="application/json",
+        CONTENT_LENGTH="",
+        HTTP_TRANSFER_ENCODING="chunked",
+        **extra,
+    )
+
+
+def test_a_chunked_json_body_is_read(api):
+    response = post_chunked(api, "/api/memories", b'{"key": "tea", "value": "Likes green tea"}')
+
+    assert response.status_code == 201, response.content
+    assert response.json()["value"] == "Likes green tea"
+
+
+def test_a_chunked_json_body_over_the_limit_is_413(api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    body = json.dumps({"key": "tea", "value": "x" * 200}).encode()
+
+    assert_error(post_chunked(api, "/api/memories", body), 413, "body")
+    assert Memory.objects.count() == 0
+
+
+def test_a_chunked_body_the_server_did_not_dechunk_is_411(api):
+    response = post_chunked(api, "/api/memories", b'{"key": "a", "value": "b"}', terminated=False)
+
+    assert_error(response, 411, "body")
