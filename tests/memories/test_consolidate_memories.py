@@ -22,7 +22,7 @@ from memories.models import (
     Scope,
     Status,
 )
-from tests.conftest import client_for, make_user
+from tests.conftest import client_for, end_user, make_user
 from tests.erasure import tables_mentioning, traces_of
 from tests.memories.helpers import make_memory
 
@@ -293,7 +293,7 @@ def test_celery_beat_runs_consolidation_every_interval():
 
 def test_erasing_a_user_erases_their_proposals(staff):
     marker = "wombat4411"
-    user = make_user(f"user-{marker}")
+    user = end_user(make_user(f"user-{marker}"))  # /api/users erases end users only
     make_memory(user, key="ui", value=f"{DARK} {marker}")
     make_memory(user, key="ui", value=f"{DARK_WINDOW} {marker}")
     unused_for(make_memory(user, key="car", value=f"Drives a Fiat {marker}"), 200)
