@@ -181,7 +181,8 @@ def memory_import(
     for chunk in _chunks(lines, IMPORT_CHUNK_LINES):
         valid = [line for line in chunk if isinstance(line, ImportLine)]
         if dry_run:
-            outcome = _plan_chunk(valid, actor=actor, planned=planned, run=run)
+            outcome = _plan_chunk(valid, actor=actor, planned=planned)
+            outcome.superseded = _count_superseded(outcome, planned=planned, run=run)
             run.file_ids.update(planned.by_id)
         else:
             outcome = _import_chunk(valid, actor=actor, run=run)
@@ -212,7 +213,7 @@ def _import_chunk(lines: list[ImportLine], *, actor: User, run: _Run) -> _ChunkO
     """Classify, embed (outside the transaction) and write one chunk."""
     for _ in range(_CHUNK_ATTEMPTS):
         planned = _Planned()
-        outcome = _plan_chunk(lines, actor=actor, planned=planned, run=run)
+        outcome = _plan_chunk(lines, actor=actor, planned=planned)
         vectors = _vectors_for(outcome.plans)
         try:
             outcome.superseded = _write_chunk(
@@ -319,11 +320,8 @@ def _planned(source: Memory | ImportLine, identity: tuple) -> _PlannedMemory:
     )
 
 
-def _plan_chunk(
-    lines: list[ImportLine], *, actor: User, planned: _Planned, run: _Run
-) -> _ChunkOutcome:
-    """Decide, line by line, what importing the chunk does, and how many current memories
-    its created lines supersede."""
+def _plan_chunk(lines: list[ImportLine], *, actor: User, planned: _Planned) -> _ChunkOutcome:
+    """Decide, line by line, what importing the chunk does."""
     outcome = _ChunkOutcome()
     lines = [
         replace(
@@ -388,11 +386,16 @@ def _plan_chunk(
         else:
             outcome.updated += 1
             outcome.plans.append(_Plan(line, memory_id, "update", needs_vector, identity))
+    return outcome
+
+
+def _count_superseded(outcome: _ChunkOutcome, *, planned: _Planned, run: _Run) -> int:
+    """A dry run's count of the current memories the chunk's created lines would supersede
+    (a real import counts what its write superseded)."""
     holders = _superseded_holders(outcome.plans, exclude=run.file_ids | set(planned.by_id))
     fresh = {memory_id for ids in holders.values() for memory_id in ids} - run.superseded
     run.superseded |= fresh
-    outcome.superseded = len(fresh)
-    return outcome
+    return len(fresh)
 
 
 def _is_current(line: ImportLine) -> bool:
