@@ -5,12 +5,12 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
-from rest_framework.test import APIClient
 
 from memories.api_keys import api_key_create, tenant_get_or_create
 from memories.models import ApiKey, Memory, Status, Tenant, User
 from tests.conftest import client_for, make_user
 from tests.memories.helpers import assert_error, make_pending
+from tests.memories.test_api_keys import key_client
 
 
 def key_for(tenant: str, *scopes: str) -> str:
@@ -20,13 +20,8 @@ def key_for(tenant: str, *scopes: str) -> str:
     return raw_key
 
 
-def client(raw_key: str, external_id: str | None = None) -> APIClient:
-    api = APIClient()
-    headers = {"HTTP_AUTHORIZATION": f"Bearer {raw_key}"}
-    if external_id is not None:
-        headers["HTTP_X_USER_ID"] = external_id
-    api.credentials(**headers)
-    return api
+def client(raw_key: str, external_id: str | None = None):
+    return key_client(raw_key, external_id)
 
 
 @pytest.fixture
