@@ -37,6 +37,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memories.api.errors import error_body, exception_handler
+from memories.api.parsers import holds_lone_surrogate
 from memories.api.serializers import RecallContextSerializer
 from memories.api_keys import Principal, Unauthenticated, principal_for
 from memories.errors import ServiceError
@@ -219,10 +220,71 @@ class AuthenticationMiddleware:
         await self.app(scope, receive, send)
 
 
-class NestingGuardMiddleware:
-    """Answer a POST whose JSON is nested too deeply for Python's parser with the JSON-RPC
-    parse error (400). The SDK's transport parses the body with json.loads and catches only
-    JSONDecodeError: the RecursionError of such a body would be its HTTP 500."""
+def _json_rpc_error(code: int, message: str, status: int, *, close: bool = False) -> JSONResponse:
+    """A JSON-RPC error answer with no id (the request's could not be read). `close` tells
+    the client the connection ends here: the rest of its body is never read."""
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
+    return JSONResponse(body, status, headers={"Connection": "close"} if close else None)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _read_body(receive: Receive, limit: int, declared: str | None) -> bytes | None:
+    """The request body, read in chunks up to `limit` bytes (None when the client went away).
+    Raises _BodyTooLarge as soon as the declared length or the bytes read pass the limit, so
+    a huge body costs no more than the limit to refuse, and joining chunks stays linear."""
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise _BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _BodyTooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _refusal(body: bytes) -> JSONResponse | None:
+    """The JSON-RPC error for a body the SDK's transport would answer with a 500 (it catches
+    only JSONDecodeError and renders what it parsed as UTF-8), or None to let it through:
+    not UTF-8, nested too deeply for the parser, an integer past Python's digit limit,
+    strings no encoding can hold (a lone surrogate, as an id or anywhere else)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return _json_rpc_error(types.PARSE_ERROR, "Parse error: the body is not UTF-8.", 400)
+    try:
+        message = json.loads(text)
+    except RecursionError:
+        return _json_rpc_error(types.PARSE_ERROR, "Parse error: JSON nested too deeply.", 400)
+    except json.JSONDecodeError:
+        return None  # the transport answers its own parse error, naming the position
+    except ValueError:
+        # json raises a plain ValueError for an integer of more digits than
+        # sys.get_int_max_str_digits() allows.
+        return _json_rpc_error(types.PARSE_ERROR, "Parse error: a number is too long.", 400)
+    if holds_lone_surrogate(message):
+        return _json_rpc_error(
+            types.INVALID_REQUEST,
+            "Invalid request: a string holds a lone surrogate (\\ud800-\\udfff without "
+            "its pair), which is not text.",
+            400,
+        )
+    return None
+
+
+class RequestGuardMiddleware:
+    """Read a POST's body once, with the API's size limit (DATA_UPLOAD_MAX_MEMORY_SIZE)
+    checked while reading, and answer bodies the SDK's transport cannot handle with JSON-RPC
+    errors; hand the rest to the transport as one message."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -231,23 +293,21 @@ class NestingGuardMiddleware:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            body += message.get("body", b"")
-            if not message.get("more_body", False):
-                break
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         try:
-            json.loads(body)
-        except RecursionError:
-            error = {"code": types.PARSE_ERROR, "message": "Parse error: JSON nested too deeply."}
-            response = JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, 400)
-            await response(scope, receive, send)
+            body = await _read_body(receive, limit, Headers(scope=scope).get("content-length"))
+        except _BodyTooLarge:
+            message = f"Invalid request: the body is larger than the limit of {limit} bytes."
+            await _json_rpc_error(types.INVALID_REQUEST, message, 413, close=True)(
+                scope, receive, send
+            )
             return
-        except ValueError:
-            pass  # the transport answers its own parse error
+        if body is None:  # the client went away
+            return
+        refusal = _refusal(body)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
 
         replayed = False
 
@@ -277,7 +337,7 @@ def mcp_http_app() -> Starlette:
         routes=[
             Route(
                 "/mcp",
-                endpoint=AuthenticationMiddleware(NestingGuardMiddleware(manager.handle_request)),
+                endpoint=AuthenticationMiddleware(RequestGuardMiddleware(manager.handle_request)),
             )
         ],
         lifespan=lambda app: manager.run(),
