@@ -27,6 +27,14 @@ keepalive = 75
 control_socket_disable = True
 
 
+def pre_request(worker, req):
+    """Lets config.unread_body say `Connection: close` when the connection closes because
+    the application left the request's body unread."""
+    from config.unread_body import remember_request
+
+    remember_request(worker, req)
+
+
 def on_starting(server):
     """In the master, before any worker: export the ONNX model if this checkout has none
     yet (~15 s, in a child process, so neither the master nor the workers import torch).

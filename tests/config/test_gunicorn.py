@@ -146,3 +146,68 @@ def test_a_request_succeeds_after_the_database_dropped_the_connection(server, to
 
     assert response.status == 200, body
     assert dropped not in service_backends()
+
+
+def post_raw(sock: socket.socket, path: str, body: bytes, headers: dict[str, str]) -> None:
+    lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", f"Content-Length: {len(body)}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+
+
+def read_answer(sock: socket.socket) -> tuple[int, dict[str, str]]:
+    """The status and headers of one answer on a raw connection, its body read and dropped."""
+    reader = sock.makefile("rb")
+    status = int(reader.readline().split()[1])
+    headers = {}
+    while (line := reader.readline().decode().strip()) != "":
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    reader.read(int(headers["content-length"]))
+    return status, headers
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    sock.settimeout(10)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("headers", "size", "status"),
+    [
+        ({}, 200_000, 401),  # refused before the body is parsed
+        ({"Authorization": "Token {token}"}, 2_000_000, 413),  # over the body limit
+    ],
+    ids=["unauthenticated", "too-large"],
+)
+def test_an_answer_that_leaves_the_body_unread_says_the_connection_closes(
+    server, token, headers, size, status
+):
+    server.connect().close()  # wait until it answers
+    headers = {name: value.format(token=token) for name, value in headers.items()}
+    headers["Content-Type"] = "application/json"
+    body = b'{"key": "k", "value": "' + b"x" * size + b'"}'
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+        post_raw(sock, "/api/memories", body, headers)
+        answered, answer_headers = read_answer(sock)
+
+        assert answered == status
+        assert answer_headers["connection"] == "close"
+        assert closed_by_server(sock)
+
+
+def test_an_answer_that_read_the_body_keeps_the_connection(server, token):
+    server.connect().close()
+    headers = {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+        post_raw(sock, "/api/memories", b'{"key": "k", "value": "' + b"x" * 3000 + b'"}', headers)
+        first, first_headers = read_answer(sock)
+        post_raw(sock, "/api/memories", b'{"key": "j", "value": "v"}', headers)
+        second, _ = read_answer(sock)
+
+    assert (first, second) == (201, 201)
+    assert first_headers["connection"] == "keep-alive"
