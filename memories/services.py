@@ -26,6 +26,7 @@ from memories.models import (
     Persona,
     Project,
     RevisionAction,
+    Scope,
     Source,
     Status,
     Topic,
@@ -565,7 +566,12 @@ def memory_review(
 
 def memory_record_access(*, memory_ids: Iterable[UUID]) -> list[Memory]:
     """Recall side effect: one more access and a fresh time, as a single atomic UPDATE.
-    Returns the updated memories as stored (RETURNING: no second query to read them back)."""
+    Returns the memories as stored (RETURNING: no second query to read them back).
+
+    Persona-scope memories are shared by every user of the persona: their statistics are
+    left as they are, else each user would see in them what the others recall. They are
+    returned as stored, unchanged."""
+    memory_ids = list(memory_ids)
     ids = [Memory._meta.pk.get_db_prep_value(memory_id, connection) for memory_id in memory_ids]
     if not ids:
         return []
@@ -585,11 +591,18 @@ def memory_record_access(*, memory_ids: Iterable[UUID]) -> list[Memory]:
         cursor.execute(
             f"UPDATE {quote(Memory._meta.db_table)} SET access_count = access_count + 1, "
             f"last_accessed_at = %s{asynchronous_commit} "
-            f"WHERE id IN ({', '.join(['%s'] * len(ids))}) RETURNING {columns}",
-            [now, *ids],
+            f"WHERE id IN ({', '.join(['%s'] * len(ids))}) AND scope <> %s "
+            f"RETURNING {columns}",
+            [now, *ids, Scope.PERSONA],
         )
         rows = cursor.fetchall()
-    return _memories_from_rows(rows)
+    memories = _memories_from_rows(rows)
+    if len(memories) < len(ids):  # shared persona memories, or rows deleted meanwhile
+        updated = {memory.id for memory in memories}
+        memories += Memory.objects.filter(
+            id__in=[memory_id for memory_id in memory_ids if memory_id not in updated]
+        )
+    return memories
 
 
 def _memories_from_rows(rows) -> list[Memory]:

@@ -5,7 +5,7 @@ import threading
 import pytest
 from django.db import connection
 
-from memories.models import Memory
+from memories.models import Memory, Persona, Scope
 from tests.conftest import client_for, make_user
 from tests.memories.helpers import make_memory
 
@@ -65,3 +65,34 @@ def test_concurrent_searches_lose_no_access_count():
 
     assert errors == []
     assert Memory.objects.get(id=memory.id).access_count == rounds * threads_count
+
+
+def test_a_shared_persona_memory_keeps_its_statistics_whoever_recalls_it(owner):
+    """Every user of a persona reads its persona-scope memories: if recall moved their
+    access_count, one user would see in it what the others ask about."""
+    persona = Persona.objects.create(name="Tutor")
+    shared = make_memory(
+        owner,
+        scope=Scope.PERSONA,
+        persona=persona,
+        key="teaching style",
+        value="Explains with golden retriever examples",
+    )
+    own = make_memory(owner, key="pet", value="I have a golden retriever named Max")
+    other = client_for(make_user("other"))
+
+    searched = other.get(URL, {"q": "golden retriever", "persona_id": str(persona.id)})
+    client_for(owner).post(
+        "/api/memories/context",
+        {"query": "golden retriever", "persona_id": str(persona.id)},
+        format="json",
+    )
+    seen = client_for(owner).get(URL, {"q": "golden retriever", "persona_id": str(persona.id)})
+
+    assert searched.json()["data"][0]["id"] == str(shared.id)  # recalled, and returned whole
+    results = {r["id"]: r for r in seen.json()["data"]}
+    assert results[str(shared.id)]["access_count"] == 0
+    assert results[str(shared.id)]["last_accessed_at"] is None
+    assert results[str(own.id)]["access_count"] == 2  # the owner's own memory still counts
+    shared.refresh_from_db()
+    assert (shared.access_count, shared.last_accessed_at) == (0, None)
