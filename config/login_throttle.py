@@ -1,11 +1,55 @@
-"""The two hooks django-axes calls (settings AXES_CLIENT_IP_CALLABLE, AXES_LOCKOUT_CALLABLE):
-whose address a failed login counts against, and the 429 a locked-out login gets."""
+"""Login throttling with django-axes (settings AXES_*): the handler that counts failures per
+(username, address) and per address with a limit of its own, whose address a failed login
+counts against, the 429 a locked-out login gets, and the warning a staff lockout raises."""
 
+import logging
+
+from axes.handlers.database import AxesDatabaseHandler
 from django.conf import settings
+from django.core.cache import cache
+from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.html import escape
 
 from memories.api.errors import error_body
+
+logger = logging.getLogger(__name__)
+
+
+class PairAndAddressHandler(AxesDatabaseHandler):
+    """axes compares one failure count with one limit (AXES_FAILURE_LIMIT). Counted per
+    AXES_LOCKOUT_PARAMETERS = [[username, ip_address], ip_address], the address's count is
+    put in units of that limit, so that it reaches it at LOGIN_ADDRESS_FAILURE_LIMIT."""
+
+    def get_failures(self, request, credentials=None) -> int:
+        pair, address = (
+            attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
+            for attempts in self.get_user_attempts(request, credentials)
+        )
+        scaled = address * settings.AXES_FAILURE_LIMIT // settings.LOGIN_ADDRESS_FAILURE_LIMIT
+        return max(pair, scaled)
+
+
+def staff_lockout_warn(sender, request, username: str | None, ip_address: str, **kwargs):
+    """axes' user_locked_out signal: count it, and when the username is a staff account's,
+    log a warning once per cool-off that says how to lift it (an admin may be shut out of
+    the admin, or someone is guessing an admin's password)."""
+    from memories.models import User
+    from ops import metrics
+
+    staff = bool(username) and User.objects.filter(username=username, is_staff=True).exists()
+    key = f"login-lockout-warned:{username}:{ip_address}"
+    if not cache.add(key, True, timeout=int(settings.AXES_COOLOFF_TIME.total_seconds())):
+        return  # this lockout was already counted (every refused attempt signals again)
+    metrics.LOGIN_LOCKOUTS.labels(str(staff).lower()).inc()
+    if staff:
+        logger.warning(
+            "Logins of the staff account %r from %s are locked out after repeated failures. "
+            "If that was the admin, lift it with: manage.py axes_reset_username %s",
+            username,
+            ip_address,
+            username,
+        )
 
 
 def client_ip(request: HttpRequest) -> str | None:
@@ -25,7 +69,7 @@ def lockout_response(request: HttpRequest, original_response=None, credentials=N
     admin login). Every refused attempt restarts the cool-off, so it lasts this long from now."""
     seconds = int(settings.AXES_COOLOFF_TIME.total_seconds())
     detail = (
-        "Too many failed logins from this address or for this username; "
+        "Too many failed logins for this username from this address, or from this address; "
         f"try again in {seconds} seconds."
     )
     if request.path.startswith("/api/"):

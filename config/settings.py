@@ -149,32 +149,34 @@ DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=600, mini
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# --- Cache: login lockouts and API throttles live here ---------------------------------------
+# --- Cache: API throttles live here ------------------------------------------------------------
 # Local memory serves one process (./scripts/serve). Several web processes must share the
 # counters, or each lets through its own quota: CACHE_URL=redis://127.0.0.1:6379/1.
 CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
-_serves_only_this_machine = set(ALLOWED_HOSTS) <= {"localhost", "127.0.0.1", "[::1]"}
-if CACHES["default"]["BACKEND"].endswith("LocMemCache") and (DEBUG or _serves_only_this_machine):
-    # django-axes warns about any local-memory cache; for one local process it is right.
-    # A site with a public host name and no CACHE_URL keeps the warning (check --deploy).
-    SILENCED_SYSTEM_CHECKS = ["axes.W001"]
 
 # --- Login throttling (django-axes) ------------------------------------------------------------
-# Failures are counted per client address and per username, each on its own: after
-# LOGIN_FAILURE_LIMIT of either within LOGIN_COOLOFF_SECONDS, logins from that address or for
-# that username answer 429 with Retry-After, on /api/auth/token and /admin/login/ alike. Every
-# refused attempt starts the cool-off again, so Retry-After is exact.
-AXES_HANDLER = "axes.handlers.cache.AxesCacheHandler"
+# Failures are counted per (username, client address): after LOGIN_FAILURE_LIMIT within
+# LOGIN_COOLOFF_SECONDS that username is refused from that address, so a guesser elsewhere
+# cannot lock a user out. One address is also refused for every username after
+# LOGIN_ADDRESS_FAILURE_LIMIT failures in all, high enough not to shut out the people behind a
+# shared address. Refused logins answer 429 with Retry-After, on /api/auth/token and
+# /admin/login/ alike; every refused attempt starts the cool-off again. The counts are rows
+# in the database, so every process (gunicorn workers, several machines) sees the same ones
+# and `manage.py axes_reset_username NAME` / `axes_reset_ip ADDRESS` clear them for all.
+AXES_HANDLER = "config.login_throttle.PairAndAddressHandler"
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10, minimum=1)
+LOGIN_ADDRESS_FAILURE_LIMIT = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", default=100, minimum=1)
 AXES_COOLOFF_TIME = timedelta(seconds=env.int("LOGIN_COOLOFF_SECONDS", default=900, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["ip_address", "username"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+# Successful logins are not logged: a row per login would outlive an erased user.
+AXES_DISABLE_ACCESS_LOG = True
 AXES_LOCKOUT_CALLABLE = "config.login_throttle.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "config.login_throttle.client_ip"
 # Proxies in front of the service that append the client's address to X-Forwarded-For; 0
 # means clients connect directly and REMOTE_ADDR is theirs. Behind one nginx, set 1: else
 # every client has the proxy's address and one guesser locks everyone out.
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0, minimum=0)
-AXES_ENABLE_ADMIN = False  # the cache handler keeps no rows for the admin to list
+AXES_ENABLE_ADMIN = True  # the admin lists the counted failures and can delete them
 AXES_VERBOSE = False  # no banner on every manage.py command; failures are still logged
 
 # --- Content-Security-Policy (django-csp) ------------------------------------------------------

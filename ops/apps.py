@@ -6,4 +6,9 @@ class OpsConfig(AppConfig):
 
     def ready(self) -> None:
         # The Celery signal receivers: request ids into tasks, task outcomes into metrics.
-        from ops import signals  # noqa: F401
+        from axes.signals import user_locked_out
+
+        from config.login_throttle import staff_lockout_warn
+        from ops import checks, signals  # noqa: F401
+
+        user_locked_out.connect(staff_lockout_warn, dispatch_uid="staff_lockout_warn")

@@ -49,6 +49,11 @@ MODEL_SECONDS = Histogram(
     ["outcome"],
     buckets=(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0),
 )
+LOGIN_LOCKOUTS = Counter(
+    "memory_login_lockouts",
+    "Logins locked out, by whether the username is a staff account's (true, false).",
+    ["staff"],
+)
 CELERY_TASKS = Counter(
     "memory_celery_tasks",
     "Celery tasks that ended, by task and outcome (success, failure, retry, ...).",
