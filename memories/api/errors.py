@@ -5,7 +5,7 @@ the input that caused it; `detail` is one readable sentence.
 """
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.http import Http404, UnreadablePostError
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -40,6 +40,9 @@ def exception_handler(exc, context):
     exc = getattr(exc, "service_error", exc)
     if isinstance(exc, ServiceError):
         return Response(error_body(exc.code, exc.detail, exc.fields), status=exc.status_code)
+    if isinstance(exc, UnreadablePostError):  # the client stopped sending the body
+        detail = "The request body ended before it was complete."
+        return Response(error_body("incomplete_body", detail, {"body": [detail]}), status=400)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

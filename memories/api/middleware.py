@@ -42,7 +42,11 @@ def _read_chunked(request, *, limit: int) -> JsonResponse | None:
     if not request.META.get("wsgi.input_terminated"):
         detail = "Send the body with a Content-Length; this server cannot read it chunked."
         return JsonResponse(error_body("length_required", detail, {"body": [detail]}), status=411)
-    body = request.META["wsgi.input"].read(limit + 1)
+    try:
+        body = request.META["wsgi.input"].read(limit + 1)
+    except OSError:  # the client stopped sending (gunicorn: NoMoreData)
+        detail = "The request body ended before it was complete."
+        return JsonResponse(error_body("incomplete_body", detail, {"body": [detail]}), status=400)
     if len(body) > limit:
         return _too_large(limit)
     request._stream = io.BytesIO(body)

@@ -13,10 +13,29 @@ class BodyTooLarge(ServiceError):
     code = "request_too_large"
 
 
+class BodyIncomplete(ServiceError):
+    status_code = 400
+    code = "incomplete_body"
+
+
+def _read(stream: BinaryIO) -> bytes:
+    try:
+        return stream.read(READ_BLOCK_BYTES)
+    except OSError:
+        # The client stopped sending (gunicorn: NoMoreData; Django: UnreadablePostError).
+        raise BodyIncomplete(
+            "The request body ended before it was complete. Lines before the cut may have "
+            "been imported; sending the whole file again is safe (import skips what it "
+            "already holds).",
+            field="body",
+        ) from None
+
+
 def read_blocks(stream: BinaryIO, *, max_bytes: int) -> Iterator[bytes]:
-    """The stream in blocks. Raises BodyTooLarge (naming body) once more than max_bytes came."""
+    """The stream in blocks. Raises BodyTooLarge (naming body) once more than max_bytes came,
+    BodyIncomplete when the client stopped sending it."""
     total = 0
-    while block := stream.read(READ_BLOCK_BYTES):
+    while block := _read(stream):
         total += len(block)
         if total > max_bytes:
             detail = f"The request body is larger than {max_bytes} bytes (IMPORT_MAX_BYTES)."

@@ -211,3 +211,34 @@ def test_an_answer_that_read_the_body_keeps_the_connection(server, token):
 
     assert (first, second) == (201, 201)
     assert first_headers["connection"] == "keep-alive"
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type"),
+    [("/api/memories/import", "application/x-ndjson"), ("/api/memories", "application/json")],
+    ids=["import", "json"],
+)
+def test_a_chunked_body_the_client_abandons_is_a_400_not_a_server_error(
+    server, token, path, content_type
+):
+    server.connect().close()
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token {token}\r\n"
+        f"Content-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    first_line = b'{"key": "city", "value": "Lives in Lisbon"}\n'
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as sock:
+        sock.sendall(head.encode() + b"%x\r\n" % len(first_line) + first_line + b"\r\n")
+        sock.sendall(b"400\r\n" + b"x" * 10)  # a chunk cut short, then the client is gone
+        sock.shutdown(socket.SHUT_WR)
+        closed_by_server(sock)
+    # The log line of that request, once gunicorn has answered it.
+    deadline = time.monotonic() + 30
+    while f'"path": "{path}"' not in server.log.read_text():
+        assert time.monotonic() < deadline, server.log.read_text()
+        time.sleep(0.05)
+
+    log = server.log.read_text()
+    assert f'"message": "POST {path} 400' in log, log
+    assert '"status": 500' not in log and "Traceback" not in log, log
