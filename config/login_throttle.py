@@ -21,6 +21,17 @@ class PairAndAddressHandler(AxesDatabaseHandler):
     AXES_LOCKOUT_PARAMETERS = [[username, ip_address], ip_address], the address's count is
     put in units of that limit, so that it reaches it at LOGIN_ADDRESS_FAILURE_LIMIT."""
 
+    def user_login_failed(self, sender, credentials: dict, request=None, **kwargs):
+        """Record the failure with NUL bytes in the client's User-Agent, Accept and path
+        written as "0x00", as axes itself writes them in the query and form it stores:
+        PostgreSQL's text refuses NUL, and the login answered 500 instead of counting."""
+        if request is not None:
+            for name in ("axes_user_agent", "axes_http_accept", "axes_path_info"):
+                value = getattr(request, name, None)
+                if isinstance(value, str):
+                    setattr(request, name, value.replace("\0", "0x00"))
+        return super().user_login_failed(sender, credentials, request, **kwargs)
+
     def get_failures(self, request, credentials=None) -> int:
         pair, address = (
             attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0

@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from axes.models import AccessAttempt
 from django.contrib.auth.hashers import MD5PasswordHasher
 from django.test import Client
 from rest_framework.authtoken.models import Token
@@ -253,3 +254,15 @@ def test_a_lockout_in_one_process_holds_in_another_until_the_command_lifts_it(tm
     assert lifted == [[200, None]]
     with sqlite3.connect(database) as db:  # what is left: nothing, the lock was lifted
         assert db.execute("SELECT count(*) FROM axes_accessattempt").fetchone() == (0,)
+
+
+def test_a_failed_login_with_nul_bytes_in_its_headers_is_counted_not_a_500(owner):
+    # axes stores the User-Agent, Accept and path of a failure; PostgreSQL's text refuses NUL.
+    headers = {"HTTP_USER_AGENT": "agent\x00x", "HTTP_ACCEPT": "application/json, \x00/*"}
+
+    for _ in range(LIMIT - 1):  # the first failure creates the row, the next one updates it
+        assert_error(log_in("owner", "wrong", **headers), 400, "password")
+
+    assert_locked_out(log_in("owner", "wrong", **headers))
+    [attempt] = AccessAttempt.objects.all()
+    assert "\x00" not in attempt.user_agent + attempt.http_accept
