@@ -545,7 +545,12 @@ CELERY_BEAT_SCHEDULE = {
     "scan-extractions": {
         "task": "extraction.tasks.scan_extractions_task",
         "schedule": EXTRACTION_SCAN_INTERVAL_SECONDS,
-    }
+    },
+    # Erasures a crash stopped half-way (their users are hidden already): memories.erasure.
+    "finish-erasures": {
+        "task": "memories.tasks.finish_erasures_task",
+        "schedule": env.int("ERASURE_FINISH_INTERVAL_SECONDS", default=600, minimum=1),
+    },
 }
 # --- Consolidation proposals (README) ---------------------------------------------------------
 # Active memories of one user and scope at least this similar (cosine) are proposed as a merge;

@@ -1,36 +1,13 @@
-"""End users: the product's users (by external id) as this service knows them, and their
-erasure. Erasure is a hard delete, unlike everything else here: it is what a
-user's right to be forgotten asks for."""
+"""End users: the product's users (by external id) as this service knows them, and who may
+erase them (the erasure itself: memories.erasure)."""
 
-from django.contrib.admin.models import LogEntry
-from django.contrib.sessions.models import Session
-from django.db import transaction
 from django.db.models import Count, Q, QuerySet
-from django.utils import timezone
 
 from memories.api_keys import default_tenant, external_user_get_or_create, validate_external_id
-from memories.errors import Conflict, Forbidden, InvalidInput, NotFound
-from memories.models import (
-    ApiKey,
-    Memory,
-    MemoryEmbedding,
-    MemoryRevision,
-    Status,
-    Tenant,
-    User,
-)
-from memories.recall.index import unindex_memories
-from memories.recall.keyword import get_keyword_index
-from memories.recall.vector_store import get_vector_store
+from memories.erasure import user_erase
+from memories.errors import Conflict, InvalidInput, NotFound
+from memories.models import Status, Tenant, User
 from memories.selectors import administered_by
-
-ERASE_BATCH = 500
-
-
-def batched(items: list, size: int):
-    """itertools.batched arrived in Python 3.12."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def users_with_counts(*, actor: User) -> QuerySet[User]:
@@ -74,48 +51,17 @@ def external_user_create(*, external_id: str, tenant: Tenant | None = None) -> U
     return user
 
 
-def user_erase(*, user: User) -> None:
-    """Hard-delete the user and every row about them, in one transaction: memories with
-    their vectors, keyword rows and revisions, projects, topics, messages, work sessions,
-    extraction state and runs, tokens, sessions and admin log entries. Raises Forbidden for
-    an API key's account (revoke the key instead)."""
-    if ApiKey.objects.filter(account=user).exists():
-        raise Forbidden("This is an API key's account: revoke the key instead.", field="id")
-    if user.is_staff or user.is_superuser:
-        raise Forbidden(
-            "Staff and superuser accounts are not erased through the API; use the admin.",
-            field="id",
-        )
-    with transaction.atomic():
-        memory_ids = list(Memory.objects.filter(user=user).values_list("id", flat=True))
-        # Rows without a foreign key to the user: the vector and keyword index tables.
-        for chunk in batched(memory_ids, ERASE_BATCH):
-            unindex_memories(chunk)
-        if memory_ids:
-            get_keyword_index().purge_deleted()
-            get_vector_store().forget(memory_ids=memory_ids)
-        MemoryRevision.objects.filter(memory__user=user).delete()
-        MemoryEmbedding.objects.filter(memory__user=user).delete()
-        Memory.objects.filter(supersedes__user=user).update(supersedes=None)
-        # In batches: deleting through the ORM loads the rows it deletes.
-        for chunk in batched(memory_ids, ERASE_BATCH):
-            Memory.objects.filter(id__in=chunk).delete()
-        _erase_sessions(user)
-        LogEntry.objects.filter(object_id=str(user.id), content_type__model="user").delete()
-        # The rest hangs on the user by cascading foreign keys (projects, topics and their
-        # messages, work sessions, extraction state and runs, tokens, admin log entries).
-        user.delete()
-
-
-def _erase_sessions(user: User) -> None:
-    """Browser sessions of the user: their data is encoded, so each live one is read."""
-    user_id = str(user.id)
-    stale = [
-        session.session_key
-        for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator()
-        if session.get_decoded().get("_auth_user_id") == user_id
-    ]
-    Session.objects.filter(session_key__in=stale).delete()
+def erasable_user_get(*, user_id, actor: User, field: str = "id") -> User:
+    """The user `actor` may erase: one they administer, or a hidden one of their tenant whose
+    erasure has started (a repeated DELETE finishes it). Raises NotFound."""
+    user = users_with_counts(actor=actor).filter(id=user_id).first()
+    if user is None:
+        # A hidden user has no external id any more; their tenant says who administers them.
+        tenant = Q() if actor.tenant_id is None else Q(tenant_id=actor.tenant_id)
+        user = User.objects.filter(tenant, id=user_id, erasure_started_at__isnull=False).first()
+    if user is None:
+        raise NotFound("No user with this id.", field=field)
+    return user
 
 
 def self_erase(*, user: User, confirm: str) -> None:

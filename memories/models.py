@@ -43,6 +43,10 @@ class User(AbstractUser):
     tenant = models.ForeignKey(
         Tenant, null=True, blank=True, on_delete=models.PROTECT, related_name="users"
     )
+    # Set when an erasure hides the user (memories.erasure): from then on they cannot sign in,
+    # are listed nowhere and their external id names nobody; the rows go in short batches, and
+    # an erasure a crash stopped is finished later (finish_erasures, Celery beat).
+    erasure_started_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta(AbstractUser.Meta):
         constraints = [

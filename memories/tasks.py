@@ -4,6 +4,7 @@ from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from memories.consolidation import consolidation_scan
+from memories.erasure import ERASURE_RESUME_AFTER, erasures_finish
 
 
 @shared_task(
@@ -18,3 +19,17 @@ def consolidate_memories_task() -> dict:
     (Celery beat, every CONSOLIDATION_INTERVAL_SECONDS). Idempotent: a repeated or retried
     run proposes nothing twice (memories.consolidation)."""
     return consolidation_scan().counts()
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=120,
+    max_retries=5,
+)
+def finish_erasures_task() -> int:
+    """Finish the erasures a crash stopped half-way, started ERASURE_RESUME_AFTER ago or
+    earlier (Celery beat, every ERASURE_FINISH_INTERVAL_SECONDS). Idempotent: every step of an
+    erasure can be repeated, so a retried or concurrent run erases nothing twice."""
+    return erasures_finish(started_before=ERASURE_RESUME_AFTER)

@@ -1,12 +1,19 @@
 """Erasure: POST /api/me/erase and DELETE /api/users/{id} leave no row of the user in any
 table of the database, vector and keyword tables included."""
 
+from io import StringIO
+
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.sessions.models import Session
+from django.core.management import call_command
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from memories.api_keys import api_key_create
+from memories import erasure
+from memories.api_keys import api_key_create, tenant_get_or_create
 from memories.models import ApiKey, Memory, Persona, Scope, User
+from memories.tasks import finish_erasures_task
 from tests.conftest import client_for, end_user
 from tests.erasure import tables_mentioning, traces_of
 from tests.memories.helpers import assert_error, make_memory, stored_rows
@@ -164,3 +171,124 @@ def test_erasing_a_user_keeps_persona_memories_they_never_owned(victim, staff):
     client_for(victim).post("/api/me/erase", {"confirm": victim.username}, format="json")
 
     assert Memory.objects.filter(id=shared.id).exists()
+
+
+# An erasure runs in short transactions (memories.erasure): the user is hidden first, then
+# their memories go in batches, then the rest. A crash can stop it between any two.
+
+
+def review_client() -> APIClient:
+    _, raw_key = api_key_create(name="backend", scopes=["review"])
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+    return client
+
+
+def crash_after_batches(monkeypatch, batches: int) -> None:
+    """The process dies after this many batches of one memory (the erasure stops there)."""
+    done = []
+    real_batch = erasure.erasure_memory_batch
+
+    def batch_then_crash(*, user_id, size=None):
+        if len(done) == batches:
+            raise KeyboardInterrupt("killed")
+        done.append(real_batch(user_id=user_id, size=1))
+        return done[-1]
+
+    monkeypatch.setattr(erasure, "erasure_memory_batch", batch_then_crash)
+
+
+def test_a_user_being_erased_is_hidden_at_once_and_their_external_id_names_a_new_user(
+    victim, staff_api
+):
+    token = client_for(victim)  # the victim's own token, from before the erasure
+    review = review_client()
+    memories = Memory.objects.filter(user=victim).count()
+
+    erasure.erasure_hide(user_id=victim.id)  # and the process dies here
+
+    assert token.get("/api/me").status_code == 401
+    assert review.get("/api/users").json()["count"] == 0
+    assert_error(review.get(f"/api/users/{victim.id}"), 404, "id")
+    assert staff_api.get("/api/users", {"external_id": f"ext-{MARKER}"}).json()["count"] == 0
+    _, write_key = api_key_create(name="product", scopes=["read", "write"])
+    product = APIClient()
+    product.credentials(HTTP_AUTHORIZATION=f"Bearer {write_key}", HTTP_X_USER_ID=f"ext-{MARKER}")
+    me = product.get("/api/me").json()
+    assert me["id"] != str(victim.id) and me["external_id"] == f"ext-{MARKER}"
+    assert product.get("/api/memories").json()["count"] == 0
+    hidden = User.objects.get(id=victim.id)
+    assert not hidden.is_active and hidden.erasure_started_at is not None
+    assert Memory.objects.filter(user=victim).count() == memories  # nothing deleted yet
+
+
+def test_an_erasure_stopped_after_some_batches_is_finished_by_deleting_again(
+    victim, bystander, monkeypatch
+):
+    needles = traces_of(victim, MARKER)
+    memories = Memory.objects.filter(user=victim).count()
+    review = review_client()
+    crash_after_batches(monkeypatch, 2)
+
+    with pytest.raises(KeyboardInterrupt):
+        review.delete(f"/api/users/{victim.id}")
+
+    assert Memory.objects.filter(user=victim).count() == memories - 2
+    assert tables_mentioning(needles)
+    assert_error(review.get(f"/api/users/{victim.id}"), 404, "id")
+    monkeypatch.undo()
+    response = review.delete(f"/api/users/{victim.id}")
+    assert response.status_code == 204, response.content
+    assert tables_mentioning(needles) == set()
+    assert_error(review.delete(f"/api/users/{victim.id}"), 404, "id")
+    assert Memory.objects.filter(user=bystander).count() == 1
+
+
+def test_a_review_key_of_another_tenant_cannot_finish_an_erasure(victim):
+    erasure.erasure_hide(user_id=victim.id)
+    _, raw_key = api_key_create(
+        name="other", scopes=["review"], tenant=tenant_get_or_create(slug="other")
+    )
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
+
+    assert_error(client.delete(f"/api/users/{victim.id}"), 404, "id")
+    assert User.objects.filter(id=victim.id).exists()
+
+
+def test_finish_erasures_finishes_what_a_crash_stopped(victim, bystander, monkeypatch):
+    needles = traces_of(victim, MARKER)
+    crash_after_batches(monkeypatch, 1)
+    with pytest.raises(KeyboardInterrupt):
+        client_for(victim).post("/api/me/erase", {"confirm": victim.username}, format="json")
+    monkeypatch.undo()
+    before = stored_rows()
+
+    listed = StringIO()
+    call_command("finish_erasures", "--dry-run", stdout=listed)
+    assert str(victim.id) in listed.getvalue() and "1 erasures pending" in listed.getvalue()
+    assert stored_rows() == before
+    call_command("finish_erasures", "--started-before", "3600", stdout=StringIO())
+    assert stored_rows() == before  # started just now: maybe still under way
+    finished = StringIO()
+    call_command("finish_erasures", stdout=finished)
+
+    assert "Finished 1 erasures" in finished.getvalue()
+    assert tables_mentioning(needles) == set()
+    assert Memory.objects.filter(user=bystander).count() == 1
+
+
+def test_celery_beat_finishes_erasures_stopped_long_enough_ago(victim):
+    entry = django_settings.CELERY_BEAT_SCHEDULE["finish-erasures"]
+    assert entry["task"] == "memories.tasks.finish_erasures_task"
+    assert entry["schedule"] == 600
+    needles = traces_of(victim, MARKER)
+    erasure.erasure_hide(user_id=victim.id)
+
+    assert finish_erasures_task.delay().get() == 0  # started just now: maybe under way
+    assert User.objects.filter(id=victim.id).exists()
+    User.objects.filter(id=victim.id).update(
+        erasure_started_at=timezone.now() - erasure.ERASURE_RESUME_AFTER
+    )
+    assert finish_erasures_task.delay().get() == 1
+    assert tables_mentioning(needles) == set()

@@ -54,9 +54,11 @@ class VectorStore(Protocol):
     def delete(self, *, memory_ids: Iterable[UUID]) -> None:
         """Remove the vectors and embedding rows of these memories."""
 
-    def forget(self, *, memory_ids: Iterable[UUID]) -> None:
+    def forget(self, *, memory_ids: Iterable[UUID], last: bool = True) -> None:
         """Erasure, after delete(): drop whatever else the store keeps that names these
-        memories or their partitions (in the caller's transaction)."""
+        memories or their partitions (in the caller's transaction). An erasure in batches
+        passes last=False for all but its final call, which may name no memory: work done
+        once for all of them (every mirror's reload) waits for that one."""
 
     def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
         """Keep the status copy used to filter searches in step with the memory."""

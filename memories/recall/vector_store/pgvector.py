@@ -55,7 +55,7 @@ class PgVectorStore:
     def delete(self, *, memory_ids: Iterable[UUID]) -> None:
         MemoryEmbedding.objects.filter(memory_id__in=list(memory_ids)).delete()
 
-    def forget(self, *, memory_ids: Iterable[UUID]) -> None:
+    def forget(self, *, memory_ids: Iterable[UUID], last: bool = True) -> None:
         pass  # the vector rows were all there was
 
     def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:

@@ -60,9 +60,10 @@ def log_changes(cursor, rows: Iterable[tuple[str, str | None]]) -> None:
     )
 
 
-def forget(*, memory_ids: Sequence[str]) -> None:
-    """Erasure: delete the log rows of these memories and of their partitions, then log a
-    change of every partition (mirrors reload, and drop the erased vectors)."""
+def forget(*, memory_ids: Sequence[str], reload_all: bool = True) -> None:
+    """Erasure: delete the log rows of these memories and of their partitions, then (unless
+    not `reload_all`) log a change of every partition (mirrors reload, and drop the erased
+    vectors)."""
     with connection.cursor() as cursor:
         partitions: set[str] = set()
         for start in range(0, len(memory_ids), 500):
@@ -77,7 +78,8 @@ def forget(*, memory_ids: Sequence[str]) -> None:
         cursor.executemany(
             f"DELETE FROM {CHANGES} WHERE partition = %s", [[p] for p in sorted(partitions)]
         )
-        log_changes(cursor, [(ALL_PARTITIONS, None)])
+        if reload_all:
+            log_changes(cursor, [(ALL_PARTITIONS, None)])
 
 
 class PartitionMirror:

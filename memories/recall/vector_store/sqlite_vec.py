@@ -109,11 +109,16 @@ class SqliteVecStore:
             cursor.executemany(f"DELETE FROM {TABLE} WHERE memory_id = %s", [[i.hex] for i in ids])
             log_changes(cursor, partitions)
 
-    def forget(self, *, memory_ids: Iterable[UUID]) -> None:
+    def forget(self, *, memory_ids: Iterable[UUID], last: bool = True) -> None:
         # The change log names the memories and their partitions (which hold the owner's
         # ids): those rows go, and one row for all partitions makes every process's mirror
-        # load anew, so none keeps the erased vectors.
-        sqlite_mirror.forget(memory_ids=[memory_id.hex for memory_id in memory_ids])
+        # load anew, so none keeps the erased vectors. That row is written by the last call
+        # only: a reload per batch would make every process reload every partition it
+        # mirrors after each batch, and no one searches the hidden user's partitions
+        # meanwhile (mirrors of other partitions keep their own log rows, so stay right).
+        sqlite_mirror.forget(
+            memory_ids=[memory_id.hex for memory_id in memory_ids], reload_all=last
+        )
 
     def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
         memory_ids = list(memory_ids)
