@@ -2,6 +2,7 @@
 (username, address) and per address with a limit of its own, whose address a failed login
 counts against, the 429 a locked-out login gets, and the warning a staff lockout raises."""
 
+import hashlib
 import logging
 
 from axes.handlers.database import AxesDatabaseHandler
@@ -49,7 +50,9 @@ def staff_lockout_warn(sender, request, username: str | None, ip_address: str, *
     from ops import metrics
 
     staff = bool(username) and User.objects.filter(username=username, is_staff=True).exists()
-    key = f"login-lockout-warned:{username}:{ip_address}"
+    # Hashed: a username may hold spaces or characters no cache key may.
+    who = hashlib.sha256(f"{username}\0{ip_address}".encode()).hexdigest()
+    key = f"login-lockout-warned:{who}"
     if not cache.add(key, True, timeout=int(settings.AXES_COOLOFF_TIME.total_seconds())):
         return  # this lockout was already counted (every refused attempt signals again)
     metrics.LOGIN_LOCKOUTS.labels(str(staff).lower()).inc()

@@ -21,6 +21,7 @@ import time
 from datetime import timedelta
 from uuid import UUID
 
+from axes.models import AccessAttempt
 from django.contrib.admin.models import LogEntry
 from django.contrib.sessions.models import Session
 from django.db import connection, transaction
@@ -64,11 +65,15 @@ def erasure_hide(*, user_id: UUID) -> None:
     """Step 1: the user cannot sign in, act or be found any more, and their external id and
     username are free for someone new. Idempotent."""
     # The username (which may be the external id, or a person's name) goes now too: the
-    # row lives on until the last step, and the name should be free at once.
+    # row lives on until the last step, and the name should be free at once. So do the
+    # failed logins django-axes counts under it (they hold no foreign key to the user).
+    username = User.objects.filter(id=user_id).values_list("username", flat=True).first()
+    if username and username != _hidden_username(user_id):
+        AccessAttempt.objects.filter(username=username).delete()
     User.objects.filter(id=user_id).update(
         is_active=False,
         external_id=None,
-        username=f"erasing-{user_id.hex}",
+        username=_hidden_username(user_id),
         email="",
         first_name="",
         last_name="",
@@ -77,6 +82,10 @@ def erasure_hide(*, user_id: UUID) -> None:
         erasure_started_at=timezone.now()
     )
     Token.objects.filter(user_id=user_id).delete()
+
+
+def _hidden_username(user_id: UUID) -> str:
+    return f"erasing-{user_id.hex}"
 
 
 def erasure_memory_batch(*, user_id: UUID, size: int | None = None) -> int:

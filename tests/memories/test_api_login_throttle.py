@@ -266,3 +266,11 @@ def test_a_failed_login_with_nul_bytes_in_its_headers_is_counted_not_a_500(owner
     assert_locked_out(log_in("owner", "wrong", **headers))
     [attempt] = AccessAttempt.objects.all()
     assert "\x00" not in attempt.user_agent + attempt.http_accept
+
+
+def test_a_lockout_of_a_username_with_spaces_warns_no_cache_key_problem(db, recwarn):
+    for i in range(LIMIT + 1):
+        log_in("a name with spaces", f"guess {i}")
+
+    assert_locked_out(log_in("a name with spaces", "guess"))
+    assert not [w for w in recwarn if "CacheKeyWarning" in type(w.message).__name__]

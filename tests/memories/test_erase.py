@@ -74,6 +74,9 @@ def victim(db, client):
     api.delete(f"/api/memories/{memories[1]['id']}")
     api.get("/api/memories/search", {"q": "Lisbon"})
     client.force_login(user)
+    # A failed password login: django-axes keeps the username with the attempt.
+    wrong = {"username": user.username, "password": "wrong"}
+    assert APIClient().post("/api/auth/token", wrong, format="json").status_code == 400
     assert Memory.objects.filter(user=user, status="pending_review").exists()
     assert Memory.objects.filter(user=user, deleted_at__isnull=False).exists()
     return user
