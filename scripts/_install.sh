@@ -12,6 +12,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.installed-$(basename "$requirements_file")"
 digest=$(cat requirements*.txt | sha256sum | cut -d' ' -f1)
+# requirements-dev.txt includes requirements.txt: scripts/serve after scripts/test (as the
+# slow-client test runs it) has nothing to install.
+if [ "$requirements_file" = requirements.txt ] &&
+  [ "$(cat .venv/.installed-requirements-dev.txt 2>/dev/null)" = "$digest" ]; then
+  stamp=".venv/.installed-requirements-dev.txt"
+fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements_file"

@@ -1,18 +1,25 @@
 """scripts/serve's DEBUG: the environment wins, then .env, then serve's own default (true).
-scripts/serve --production: the settings checked, the preparation, then gunicorn, a Celery
-worker and beat with an emptied metrics directory (tests/test_topology.py runs them for real).
+scripts/serve --production: the settings checked, the preparation, then nginx in front of
+gunicorn (or gunicorn alone with FRONT=none), a Celery worker and beat with an emptied
+metrics directory (tests/test_topology.py and tests/test_slow_clients.py run them for real).
 
 The script runs for real in a copy of scripts/ whose .venv/bin/python is a stand-in that
 records the DEBUG each manage.py command was started with (Django reads .env itself)."""
 
 import hashlib
+import http.client
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from tests.topology import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 UNSET = "<unset>"
@@ -27,6 +34,8 @@ def checkout(tmp_path) -> Path:
     (tmp_path / "scripts").mkdir()
     for name in ("serve", "_install.sh"):
         shutil.copy2(REPO / "scripts" / name, tmp_path / "scripts" / name)
+    (tmp_path / "config").mkdir()
+    shutil.copy2(REPO / "config" / "nginx.conf", tmp_path / "config" / "nginx.conf")
     (tmp_path / "requirements.txt").write_text("Django\n")
     python = tmp_path / ".venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
@@ -94,6 +103,14 @@ PRODUCTION_STAND_IN = f"""#!/usr/bin/env bash
 if [ "$1 $2" = "manage.py shell" ]; then cd {REPO} && exec {sys.executable} "$@"; fi
 seen="${{DEBUG-{UNSET}}} ${{PROMETHEUS_MULTIPROC_DIR-{UNSET}}}"
 echo "$* | $seen" >> "$(dirname "$0")/../../calls.log"
+if [ "$2" = gunicorn ]; then
+  echo "${{TRUSTED_PROXY_COUNT-{UNSET}}}" > "$(dirname "$0")/../../trusted-proxies.log"
+  # Binds its unix socket, which serve waits for before it starts nginx.
+  for arg in "$@"; do case "$arg" in unix:*)
+    {sys.executable} -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \
+      "${{arg#unix:}}" ;;
+  esac; done
+fi
 # gunicorn and Celery run on until the first of them stops, which stops the others.
 if [ "$1" = -m ]; then sleep 1; fi
 """
@@ -104,14 +121,27 @@ PRODUCTION = {
 }
 
 
+# nginx's stand-in, first on the PATH: records its arguments, runs on like gunicorn.
+NGINX_STAND_IN = """#!/usr/bin/env bash
+echo "$*" >> "$(dirname "$0")/../nginx.log"
+if [ "${*: -1}" != -q ]; then sleep 1; fi
+"""
+
+
 def serve_production(checkout: Path, **variables: str) -> subprocess.CompletedProcess:
     (checkout / ".venv" / "bin" / "python").write_text(PRODUCTION_STAND_IN)
+    nginx = checkout / "bin" / "nginx"
+    nginx.parent.mkdir(exist_ok=True)
+    nginx.write_text(NGINX_STAND_IN)
+    nginx.chmod(0o755)
     environment = {
         key: value
         for key, value in os.environ.items()
         if key not in ("DEBUG", "DJANGO_SETTINGS_MODULE", "PROMETHEUS_MULTIPROC_DIR")
+        and key not in ("TRUSTED_PROXY_COUNT", "SECURE_PROXY_SSL_HEADER", "FRONT")
         and not key.startswith(("DATABASE_", "CELERY_"))
     }
+    environment["PATH"] = f"{nginx.parent}:{environment['PATH']}"
     environment.update(variables)
     return subprocess.run(
         [str(checkout / "scripts" / "serve"), "--production"],
@@ -127,7 +157,9 @@ def calls_of(checkout: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def test_production_prepares_then_runs_gunicorn_a_worker_and_beat_with_emptied_metrics(checkout):
+def test_production_prepares_then_runs_nginx_gunicorn_a_worker_and_beat_with_emptied_metrics(
+    checkout,
+):
     stale = checkout / "var" / "metrics" / "counter_123.db"
     stale.parent.mkdir(parents=True)
     stale.write_text("figures of a process that ran before")
@@ -143,12 +175,118 @@ def test_production_prepares_then_runs_gunicorn_a_worker_and_beat_with_emptied_m
         f"manage.py collectstatic --noinput{seen}",
         f"manage.py export_embedder{seen}",
     ]
+    front = checkout / "var" / "nginx" / "8000"
     assert sorted(calls[3:]) == [
         f"-m celery -A config beat{seen}",
         f"-m celery -A config worker --concurrency 2{seen}",
-        f"-m gunicorn -c config/gunicorn.conf.py --bind 127.0.0.1:8000 --workers 2{seen}",
+        f"-m gunicorn -c config/gunicorn.conf.py --bind unix:{front}/gunicorn.sock "
+        f"--workers 2{seen}",
     ]
     assert metrics.is_dir() and list(metrics.iterdir()) == []
+    # nginx checks its config before anything runs, then runs in the foreground; as root,
+    # its workers run as root too (nobody may not reach the socket).
+    user = " user root;" if os.geteuid() == 0 else ""
+    nginx = f"-c {front}/nginx.conf -e stderr -g daemon off;{user}"
+    assert (checkout / "nginx.log").read_text().splitlines() == [f"{nginx} -t -q", nginx]
+    # Django counts the front among the proxies in front of it.
+    assert (checkout / "trusted-proxies.log").read_text().strip() == "1"
+
+
+def test_the_front_is_written_with_the_address_the_socket_and_djangos_limits(checkout):
+    done = serve_production(
+        checkout,
+        **PRODUCTION,
+        PORT="9000",
+        MAX_REQUEST_BYTES="2048",
+        IMPORT_MAX_BYTES="4096",
+        TRUSTED_PROXY_COUNT="2",
+    )
+
+    assert done.returncode == 0, done.stderr
+    front = checkout / "var" / "nginx" / "9000"
+    config = (front / "nginx.conf").read_text()
+    assert re.findall(r"@[A-Z_]+@", config) == []
+    assert "listen 127.0.0.1:9000;" in config
+    assert f"server unix:{front}/gunicorn.sock;" in config
+    assert f"pid {front}/nginx.pid;" in config
+    assert f"client_body_temp_path {front}/client_body;" in config
+    # Django's body limit, and the import's in its own location.
+    assert config.count("client_max_body_size 2048;") == 1
+    import_location = config[config.index("location = /api/memories/import") :]
+    assert "client_max_body_size 4096;" in import_location.split("}")[0]
+    # No proxy in front (SECURE_PROXY_SSL_HEADER unset): the scheme is the connection's and
+    # the client's own scheme headers are dropped.
+    assert "default $scheme;" in config
+    assert 'proxy_set_header X-Forwarded-Ssl "";' in config
+    assert (checkout / "trusted-proxies.log").read_text().strip() == "3"
+
+
+def real_nginx() -> str:
+    """The nginx scripts/test installs; outside CI a test without it is skipped."""
+    nginx = shutil.which("nginx", path=f"{os.environ['PATH']}:/usr/sbin")
+    if nginx is None:
+        if os.environ.get("CI"):
+            pytest.fail("nginx is not installed: scripts/test installs it")
+        pytest.skip("nginx is not installed (scripts/test installs it)")
+    return nginx
+
+
+def test_the_front_answers_the_apis_json_errors_while_gunicorn_is_down(checkout):
+    port = free_port()
+    done = serve_production(checkout, **PRODUCTION, PORT=str(port))
+    assert done.returncode == 0, done.stderr
+    config = checkout / "var" / "nginx" / str(port) / "nginx.conf"
+    # The real nginx on the config serve wrote; gunicorn's socket is not there.
+    nginx = subprocess.Popen(
+        [real_nginx(), "-c", str(config), "-e", "stderr", "-g", "daemon off;"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                connection.request("GET", "/healthz")
+                break
+            except ConnectionRefusedError:
+                assert nginx.poll() is None, nginx.stderr.read()
+                assert time.monotonic() < deadline, "nginx did not listen"
+                time.sleep(0.1)
+        response = connection.getresponse()
+        assert response.status == 502
+        assert response.getheader("Content-Type") == "application/json"
+        assert json.loads(response.read())["code"] == "unavailable"
+        connection.close()
+
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        connection.request("POST", "/api/memories", body=b"x" * 1_048_577)
+        response = connection.getresponse()
+        assert response.status == 413
+        assert json.loads(response.read())["code"] == "request_too_large"
+        connection.close()
+    finally:
+        nginx.terminate()
+        nginx.wait(timeout=10)
+
+
+def test_the_front_passes_the_outer_proxys_scheme_when_there_is_one(checkout):
+    done = serve_production(
+        checkout, **PRODUCTION, SECURE_PROXY_SSL_HEADER="X-Forwarded-Proto,https"
+    )
+
+    assert done.returncode == 0, done.stderr
+    config = (checkout / "var" / "nginx" / "8000" / "nginx.conf").read_text()
+    assert "default $http_x_forwarded_proto;" in config
+    assert "proxy_set_header X-Forwarded-Ssl $http_x_forwarded_ssl;" in config
+
+
+def test_an_unknown_front_stops_before_anything_runs(checkout):
+    done = serve_production(checkout, **PRODUCTION, FRONT="apache")
+
+    assert done.returncode == 2
+    assert done.stderr.strip() == "FRONT=apache: expected nginx (the default) or none"
+    assert calls_of(checkout) == []
 
 
 def test_production_keeps_the_metrics_directory_and_sizes_the_settings_give(checkout, tmp_path):
@@ -161,9 +299,12 @@ def test_production_keeps_the_metrics_directory_and_sizes_the_settings_give(chec
         WEB_CONCURRENCY="4",
         WORKER_CONCURRENCY="3",
         PORT="9000",
+        FRONT="none",  # gunicorn alone, on the address
     )
 
     assert done.returncode == 0, done.stderr
+    assert not (checkout / "nginx.log").exists()
+    assert (checkout / "trusted-proxies.log").read_text().strip() == UNSET
     calls = calls_of(checkout)
     assert f"-m celery -A config worker --concurrency 3 | {UNSET} {metrics}" in calls
     assert (
