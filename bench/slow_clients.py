@@ -42,6 +42,7 @@ def run_front(front: str, *, database_url: str, args) -> dict:
         api_key,
         manage,
         production_environment,
+        remove_front_directory,
         serve_production,
         summary,
     )
@@ -90,6 +91,7 @@ def run_front(front: str, *, database_url: str, args) -> dict:
         result["first_request_after"] = {"status": after.status, "ms": round(after.seconds * 1000)}
     finally:
         service.stop()
+        remove_front_directory(env)
         broker.flushdb()
         broker.close()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import secrets
+import shutil
 import socket
 import statistics
 import subprocess
@@ -82,6 +83,11 @@ def serve_production(
         service.stop()
         raise
     return service
+
+
+def remove_front_directory(env: dict) -> None:
+    """What scripts/serve left under var/nginx/<port> (a config, empty buffer directories)."""
+    shutil.rmtree(REPO / "var" / "nginx" / env["PORT"], ignore_errors=True)
 
 
 def api_key(env: dict) -> str:

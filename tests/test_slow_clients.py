@@ -29,6 +29,7 @@ from tests.slow_clients import (
     SlowClients,
     api_key,
     production_environment,
+    remove_front_directory,
     serve_production,
     summary,
 )
@@ -82,6 +83,7 @@ def production(tmp_path_factory):
     finally:
         if service is not None:
             service.stop()
+            remove_front_directory(env)
             # Shown when a test fails (pytest prints a failing test's output).
             print(f"\n----- scripts/serve (last 150 lines of {service.log_path}) -----")
             print("\n".join(service.log().splitlines()[-150:]))
