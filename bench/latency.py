@@ -53,7 +53,6 @@ def _breakdown(queries, vectors, scopes) -> dict:
     """memory_recall with its steps timed where recall.py calls them: the candidate step
     (nearest neighbours, keyword hits, scoring fields), the access UPDATE that returns the
     top_k rows, and what remains (scoring, sorting)."""
-    from memories import services
     from memories.recall import recall as recall_module
 
     timer = _Timer()
@@ -69,9 +68,9 @@ def _breakdown(queries, vectors, scopes) -> dict:
         )
         stack.enter_context(
             mock.patch.object(
-                services,
+                recall_module,
                 "memory_record_access",
-                timer.wrap("access_update", services.memory_record_access),
+                timer.wrap("access_update", recall_module.memory_record_access),
             )
         )
         for query, vector in zip(queries, vectors, strict=True):

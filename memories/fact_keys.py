@@ -1,5 +1,5 @@
 """The memories that hold a key in a scope: a key names one fact there. Writes lock the key,
-then read its current holders (saving.py, restore and approval in services.py, import)."""
+then read its current holders (saving.py, restore and approval in services, import)."""
 
 import hashlib
 from collections.abc import Iterable

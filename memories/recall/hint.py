@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.utils import timezone
 
+from memories.recall.access import memory_record_access
 from memories.recall.query import query_for_recall
 from memories.recall.recall import RecallHit
 
@@ -143,7 +144,6 @@ def memory_hint(
     count as accessed. Recall reads the end of a long query (query_for_recall); with as_of,
     the memories current at that moment."""
     from memories.recall.recall import memory_recall
-    from memories.services import memory_record_access
 
     hits = memory_recall(
         query=query_for_recall(query),

@@ -13,6 +13,7 @@ from django.utils import timezone
 from memories.embedders import embed_query
 from memories.models import Memory
 from memories.recall import scoring
+from memories.recall.access import memory_record_access
 from memories.recall.calibration import Calibration, calibrate
 from memories.recall.candidates import Candidate, find_candidates, keyword_hits
 from memories.recall.scopes import RecallScope
@@ -66,8 +67,6 @@ def memory_recall(
 
     top_ids = [memory_id for memory_id, _ in scored]
     if record_access:
-        from memories.services import memory_record_access
-
         with recall_stage("access_write"):
             memories = {memory.id: memory for memory in memory_record_access(memory_ids=top_ids)}
     else:

@@ -22,6 +22,7 @@ from memories.models import (
     Scope,
     Status,
 )
+from memories.recall.access import memory_record_access
 from tests.conftest import client_for, end_user, make_user
 from tests.erasure import tables_mentioning, traces_of
 from tests.memories.helpers import make_memory
@@ -233,7 +234,7 @@ def test_a_pending_proposal_whose_memories_changed_is_withdrawn(owner):
     consolidate()
     archival, merge = proposals()  # by kind: archive, merge
     services.memory_archive(memory_id=dark.id, actor=owner)
-    services.memory_record_access(memory_ids=[stale.id])
+    memory_record_access(memory_ids=[stale.id])
 
     output = consolidate()
 

@@ -123,7 +123,7 @@ def test_a_key_edit_racing_a_value_edit_leaves_the_vector_of_the_stored_text(mon
     must embed again."""
     user = make_user("editor")
     memory = make_memory(user, key="hobby", value="Plays the cello")
-    real_embed_one = services.embed_one
+    real_embed_one = services.writes.embed_one
     interleaved = []
 
     def embed_then_let_the_key_edit_in(text):
@@ -138,7 +138,7 @@ def test_a_key_edit_racing_a_value_edit_leaves_the_vector_of_the_stored_text(mon
             )
         return vector
 
-    monkeypatch.setattr(services, "embed_one", embed_then_let_the_key_edit_in)
+    monkeypatch.setattr(services.writes, "embed_one", embed_then_let_the_key_edit_in)
     services.memory_update(
         memory=Memory.objects.get(id=memory.id),
         actor=user,

@@ -6,10 +6,10 @@ import pytest
 from django.db import connection, transaction
 from django.test import override_settings
 
-from memories import services
 from memories.embedders import embed_one
 from memories.models import Memory, Scope, Status
 from memories.recall import candidates, keyword
+from memories.recall.access import memory_record_access
 from memories.recall.scopes import RecallScope, recall_scopes, scopes_sql
 from memories.recall.vector_store import get_vector_store, partition_of
 from tests.conftest import make_user
@@ -35,8 +35,8 @@ def test_the_sql_of_the_scopes_selects_what_their_orm_condition_selects(owner, w
 def test_record_access_hands_back_the_stored_rows(owner):
     memory = make_memory(owner, key="pet", value="I have a golden retriever named Max")
 
-    services.memory_record_access(memory_ids=[memory.id])
-    [returned] = services.memory_record_access(memory_ids=[memory.id])
+    memory_record_access(memory_ids=[memory.id])
+    [returned] = memory_record_access(memory_ids=[memory.id])
 
     memory.refresh_from_db()
     assert isinstance(returned, Memory)
@@ -44,7 +44,7 @@ def test_record_access_hands_back_the_stored_rows(owner):
     assert returned.access_count == memory.access_count == 2
     assert returned.last_accessed_at == memory.last_accessed_at
     assert returned.value == memory.value
-    assert services.memory_record_access(memory_ids=[]) == []
+    assert memory_record_access(memory_ids=[]) == []
 
 
 @pytest.fixture
@@ -155,7 +155,7 @@ def test_access_updates_are_hot_updates_that_leave_the_indexes_alone(postgresql,
     memories = bulk_memories(owner, 400)  # packed pages, as a table of older memories
     spread = [memory.id for memory in memories[::40]]  # one memory on each of ten pages
 
-    services.memory_record_access(memory_ids=spread)
+    memory_record_access(memory_ids=spread)
 
     with connection.cursor() as cursor:
         cursor.execute(
@@ -189,12 +189,12 @@ def test_the_asynchronous_commit_of_access_updates_stays_inside_their_own_transa
     user = make_user("async")
     memory = make_memory(user, key="pet", value="I have a golden retriever named Max")
 
-    [alone] = services.memory_record_access(memory_ids=[memory.id])
+    [alone] = memory_record_access(memory_ids=[memory.id])
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         after_alone = cursor.fetchone()[0]
         with transaction.atomic():
-            [inside] = services.memory_record_access(memory_ids=[memory.id])
+            [inside] = memory_record_access(memory_ids=[memory.id])
             cursor.execute("SHOW synchronous_commit")
             inside_transaction = cursor.fetchone()[0]
 
