@@ -253,7 +253,7 @@ SPECTACULAR_SETTINGS = {
     # Two choice sets share each of the field names scope and status: name them apart.
     "ENUM_NAME_OVERRIDES": {
         "ScopeEnum": "memories.models.Scope",
-        "ScopeInputEnum": "memories.api.serializers.SCOPE_INPUT_CHOICES",
+        "ScopeInputEnum": "memories.carriers.SCOPE_INPUT_CHOICES",
         "MemoryStatusEnum": "memories.models.Status",
         "RunStatusEnum": "extraction.models.RunStatus",
     },

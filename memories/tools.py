@@ -24,7 +24,6 @@ from rest_framework.utils.encoders import JSONEncoder
 from memories import saving, selectors, services
 from memories.api.parsers import LONE_SURROGATE, holds_lone_surrogate
 from memories.api.serializers import (
-    SCOPE_ALIASES,
     AsOfField,
     MemorySerializer,
     RecallResultSerializer,
@@ -35,6 +34,7 @@ from memories.api.serializers import (
     trimmed_char,
 )
 from memories.api_keys import Principal
+from memories.carriers import SCOPE_ALIASES, scope_named
 from memories.errors import Forbidden, InvalidInput, NotFound
 from memories.models import (
     SCOPE_CARRIERS,
@@ -179,7 +179,7 @@ class MemorySaveArguments(ToolArguments):
     replace = StrictBooleanField(default=True)
 
     def validate_scope(self, value):
-        return SCOPE_ALIASES.get(value, value)
+        return scope_named(value)
 
 
 class MemoryRecallArguments(ToolArguments):

@@ -1,6 +1,6 @@
 import django_filters
 
-from memories.api.serializers import SCOPE_ALIASES
+from memories.carriers import SCOPE_ALIASES, scope_named
 from memories.models import Memory, Scope, Source, Status
 from memories.recall.keyword import get_keyword_index
 
@@ -32,7 +32,7 @@ class MemoryFilter(django_filters.FilterSet):
         return queryset.filter(status=value)
 
     def filter_scope(self, queryset, name, value):
-        return queryset.filter(scope=SCOPE_ALIASES.get(value, value))
+        return queryset.filter(scope=scope_named(value))
 
     def filter_query(self, queryset, name, value):
         return get_keyword_index().filter_all_words(queryset, value)

@@ -30,8 +30,9 @@ from memories.api.serializers import (
     trimmed_char,
 )
 from memories.api.views import parse_uuid, validated
+from memories.carriers import carrier_errors
 from memories.errors import ServiceError
-from memories.models import SCOPE_CARRIERS, Scope, Source, Status
+from memories.models import Scope, Source, Status
 from memories.portability import exporting, importing, ndjson
 
 NDJSON = "application/x-ndjson"
@@ -135,13 +136,12 @@ class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
     def validate(self, attrs):
         scope = attrs["scope"]
         # The carriers the scope needs (the user is the importer); the others must be null.
-        needs = {f"{name}_id" for name in SCOPE_CARRIERS[scope]}
-        errors = {}
-        for name in ("persona_id", "project_id", "topic_id"):
-            if name in needs and not attrs.get(name):
-                errors[name] = [f"Required for {scope} scope."]
-            elif name not in needs and attrs.get(name):
-                errors[name] = [f"Not allowed for {scope} scope."]
+        checked = ("persona", "project", "topic")
+        given = ["user", *(name for name in checked if attrs.get(f"{name}_id"))]
+        errors = {
+            field: [message]
+            for field, message in carrier_errors(scope, given=given, checked=checked).items()
+        }
         if attrs.get("valid_until") and attrs.get("status", Status.ACTIVE) != Status.ARCHIVED:
             errors["valid_until"] = ["Only an archived memory stopped being current."]
         elif (

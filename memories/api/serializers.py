@@ -9,8 +9,8 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework import serializers
 
+from memories.carriers import SCOPE_INPUT_CHOICES, carrier_errors, scope_named
 from memories.models import (
-    SCOPE_CARRIERS,
     Memory,
     MemoryRevision,
     Message,
@@ -22,10 +22,6 @@ from memories.models import (
     WorkSession,
     WorkSessionMessage,
 )
-
-SCOPE_ALIASES = {"global": Scope.USER}
-# What a scope field of a request accepts: the scopes and their aliases.
-SCOPE_INPUT_CHOICES = [*Scope.values, *SCOPE_ALIASES]
 
 
 class StrictInputMixin:
@@ -122,7 +118,7 @@ class ScopeField(serializers.ChoiceField):
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        return SCOPE_ALIASES.get(value, value)
+        return scope_named(value)
 
 
 class OwnedRelatedField(serializers.PrimaryKeyRelatedField):
@@ -285,19 +281,11 @@ class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
                 {"topic_id": ["Only session memories carry a topic_id."]}
             )
         # The user is the caller; the project and persona come from the body.
-        for carrier in ("project", "persona"):
-            needed = carrier in SCOPE_CARRIERS[scope]
-            if needed and not attrs.get(carrier):
-                raise serializers.ValidationError(
-                    {f"{carrier}_id": [f"Required for {scope} scope."]}
-                )
-            if not needed and attrs.get(carrier):
-                carrying = " or ".join(
-                    s for s, carriers in SCOPE_CARRIERS.items() if carrier in carriers
-                )
-                raise serializers.ValidationError(
-                    {f"{carrier}_id": [f"Not allowed for {scope} scope; use scope {carrying}."]}
-                )
+        given = ["user", *(carrier for carrier in ("project", "persona") if attrs.get(carrier))]
+        errors = carrier_errors(scope, given=given, checked=("project", "persona"))
+        if errors:  # the first, as before
+            field, message = next(iter(errors.items()))
+            raise serializers.ValidationError({field: [message]})
         attrs.pop("topic_id", None)
         return attrs
 
@@ -392,7 +380,7 @@ class MemoryUpdateSerializer(StrictInputMixin, serializers.Serializer):
             if name in self.tolerated_fields and name not in self.fields
         }
         if isinstance(sent.get("scope"), str):
-            sent["scope"] = SCOPE_ALIASES.get(sent["scope"], sent["scope"])
+            sent["scope"] = scope_named(sent["scope"])
         if sent:
             stored = MemorySerializer(memory, context=self.context).data
             errors = {

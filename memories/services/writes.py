@@ -8,12 +8,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memories.carriers import carrier_errors
 from memories.embedders import embed_one
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.fact_keys import current_holders, fact_group, lock_fact_keys
 from memories.models import (
-    CARRIERS,
-    SCOPE_CARRIERS,
     Memory,
     Persona,
     Project,
@@ -41,15 +40,12 @@ def _check_carriers(
     project: Project | None,
     topic: Topic | None,
 ) -> None:
-    """Each scope needs exactly its carriers (SCOPE_CARRIERS); name the field that is wrong."""
-    needs = SCOPE_CARRIERS[scope]
+    """Each scope needs exactly its carriers (memories.carriers); name the field that is wrong."""
     given = {"user": user, "persona": persona, "project": project, "topic": topic}
-    for name in CARRIERS:
-        value, field = given[name], f"{name}_id"
-        if name in needs and value is None:
-            raise InvalidInput(f"Required for {scope} scope.", field=field)
-        if name not in needs and value is not None:
-            raise InvalidInput(f"Not allowed for {scope} scope.", field=field)
+    errors = carrier_errors(scope, given=[name for name, value in given.items() if value])
+    if errors:
+        field, message = next(iter(errors.items()))
+        raise InvalidInput(message, field=field)
     if project is not None and user is not None and project.owner_id != user.id:
         raise InvalidInput("No such project.", field="project_id")
     if topic is not None and user is not None and topic.user_id != user.id:
