@@ -1,9 +1,46 @@
 import pytest
+from django.conf import settings
 from django.core.cache import cache
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from memories.models import User
+
+# Fixtures through which a test reaches the test database.
+DATABASE_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_reset_sequences",
+    "django_db_serialized_rollback",
+    "live_server",
+}
+# Tests that use no database fixture yet need PostgreSQL (they start servers on it).
+POSTGRESQL_MARKERS = ("postgres_only", "topology", "fuzz")
+
+
+def runs_in_the_postgresql_pass(item) -> bool:
+    """The test command runs the suite on SQLite, then on PostgreSQL. The second pass leaves
+    out what would only repeat the first: tests that reach no database, and the bounded
+    schema conformance run, of which the fuzz test (PostgreSQL only) is a far larger one."""
+    if any(item.get_closest_marker(name) for name in POSTGRESQL_MARKERS):
+        return True
+    if item.get_closest_marker("schema_conformance"):
+        return False
+    return bool(DATABASE_FIXTURES & set(item.fixturenames)) or bool(
+        item.get_closest_marker("django_db")
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        return
+    picked = config.args_source == pytest.Config.ArgsSource.ARGS
+    if picked or config.getoption("keyword") or config.getoption("markexpr"):
+        return  # a run that names its tests gets every one it named
+    kept = [item for item in items if runs_in_the_postgresql_pass(item)]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
 
 
 @pytest.fixture(autouse=True)
