@@ -4,6 +4,7 @@ from django.core.cache import cache
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from memories.api_keys import api_key_create
 from memories.models import User
 
 # Fixtures through which a test reaches the test database.
@@ -65,6 +66,29 @@ def end_user(user: User, external_id: str | None = None) -> User:
     user.tenant = default_tenant()
     user.save(update_fields=["external_id", "tenant"])
     return user
+
+
+def new_key(*scopes: str, tenant=None) -> str:
+    """A new API key (read and write unless scopes are given); its raw form."""
+    _, raw_key = api_key_create(
+        name="chat backend", scopes=scopes or ("read", "write"), tenant=tenant
+    )
+    return raw_key
+
+
+def key_client(raw_key: str, external_id: str | None = "ext-alice") -> APIClient:
+    """A client sending this key, acting for the end user `external_id` (None: no X-User-Id)."""
+    client = APIClient()
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {raw_key}"}
+    if external_id is not None:
+        headers["HTTP_X_USER_ID"] = external_id
+    client.credentials(**headers)
+    return client
+
+
+def scoped_client(*scopes: str, external_id: str | None = "ext-alice") -> APIClient:
+    """key_client with a new key of these scopes."""
+    return key_client(new_key(*scopes), external_id)
 
 
 def client_for(user: User | None) -> APIClient:

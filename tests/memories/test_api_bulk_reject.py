@@ -10,9 +10,8 @@ from memories.api_keys import api_key_create
 from memories.embedders import embed_one
 from memories.models import ApiKey, Memory, MemoryRevision, Status
 from memories.recall.vector_store import get_vector_store, partition_of
-from tests.conftest import end_user
+from tests.conftest import end_user, key_client
 from tests.memories.helpers import assert_error, make_memory, make_pending
-from tests.memories.test_api_keys import key_client
 
 URL = "/api/admin/memories/bulk-reject"
 

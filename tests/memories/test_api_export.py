@@ -9,8 +9,8 @@ from django.test.utils import CaptureQueriesContext
 
 from memories.api.serializers import MemorySerializer
 from memories.models import Memory, Persona, Scope, Status
+from tests.conftest import key_client, new_key
 from tests.memories.helpers import assert_error, bulk_memories, make_memory, make_pending
-from tests.memories.test_api_keys import key_client, new_key
 
 URL = "/api/memories/export"
 LINE_FIELDS = {*MemorySerializer.Meta.fields, "deleted_at"}

@@ -14,7 +14,7 @@ from memories.embedders import embed_one
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Scope, Status
 from memories.portability import importing
 from memories.recall.vector_store import get_vector_store, partition_of
-from tests.conftest import client_for, make_user
+from tests.conftest import client_for, key_client, make_user, new_key
 from tests.memories.helpers import (
     NOTHING_STORED,
     assert_error,
@@ -22,7 +22,6 @@ from tests.memories.helpers import (
     make_pending,
     stored_rows,
 )
-from tests.memories.test_api_keys import key_client, new_key
 
 URL = "/api/memories/import"
 EXPORT_URL = "/api/memories/export"

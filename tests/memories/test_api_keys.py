@@ -7,24 +7,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from memories.api_keys import api_key_create, default_tenant
+from memories.api_keys import default_tenant
 from memories.models import ApiKey, Memory, Persona, Scope, User
-from tests.conftest import end_user
+from tests.conftest import end_user, key_client, new_key
 from tests.memories.helpers import assert_error, make_memory, make_pending
-
-
-def new_key(*scopes: str) -> str:
-    _, raw_key = api_key_create(name="chat backend", scopes=scopes or ("read", "write"))
-    return raw_key
-
-
-def key_client(raw_key: str, external_id: str | None = "ext-alice") -> APIClient:
-    client = APIClient()
-    headers = {"HTTP_AUTHORIZATION": f"Bearer {raw_key}"}
-    if external_id is not None:
-        headers["HTTP_X_USER_ID"] = external_id
-    client.credentials(**headers)
-    return client
 
 
 def test_the_command_prints_a_key_that_is_stored_only_as_its_hash(db):

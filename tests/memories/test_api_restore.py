@@ -5,8 +5,8 @@ import pytest
 from memories.embedders import embed_one
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Scope
 from memories.recall.vector_store import get_vector_store, partition_of
+from tests.conftest import key_client, new_key
 from tests.memories.helpers import assert_error, make_memory, make_pending, stored_rows
-from tests.memories.test_api_keys import key_client, new_key
 
 
 def url(memory) -> str:

@@ -5,11 +5,10 @@ import uuid
 
 import pytest
 from jsonschema import Draft202012Validator
-from rest_framework.test import APIClient
 
-from memories.api_keys import api_key_create
 from memories.models import Memory, MemoryEmbedding, Source, Status
 from memories.tools import TOOLS
+from tests.conftest import scoped_client
 from tests.memories.helpers import assert_error, make_memory
 
 TOOL_NAMES = ["memory_save", "memory_recall", "memory_context", "memory_forget"]
@@ -85,13 +84,6 @@ def listed_schemas(api) -> dict[str, dict]:
         t["function"]["name"]: t["function"]["parameters"]
         for t in api.get("/api/tools").json()["data"]
     }
-
-
-def key_client(*scopes: str, external_id: str = "ext-alice") -> APIClient:
-    _, raw_key = api_key_create(name="chat backend", scopes=scopes)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}", HTTP_X_USER_ID=external_id)
-    return client
 
 
 # --- The list and the schemas ----------------------------------------------------------------
@@ -191,7 +183,7 @@ def test_an_unknown_tool_is_404(api):
 
 
 def test_an_unknown_tool_is_404_for_a_key_too(db):
-    response = key_client("read").post("/api/tools/memory_erase_everything", {}, format="json")
+    response = scoped_client("read").post("/api/tools/memory_erase_everything", {}, format="json")
 
     assert_error(response, 404, "name")
 
@@ -219,7 +211,7 @@ def test_the_tools_need_authentication(anon_api):
 
 
 def test_a_read_only_key_may_recall_but_not_save_or_forget(db):
-    client = key_client("read")
+    client = scoped_client("read")
 
     saved = client.post(
         "/api/tools/memory_save", {"key": "k", "value": "v", "confidence": 1}, format="json"
@@ -237,7 +229,7 @@ def test_a_read_only_key_may_recall_but_not_save_or_forget(db):
 
 
 def test_a_write_only_key_may_save_but_not_recall_or_read_the_context(db):
-    client = key_client("write")
+    client = scoped_client("write")
 
     saved = client.post(
         "/api/tools/memory_save", {"key": "k", "value": "v", "confidence": 1}, format="json"

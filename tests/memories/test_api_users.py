@@ -3,25 +3,14 @@
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from rest_framework.test import APIClient
 
-from memories.api_keys import api_key_create
 from memories.models import User
-from tests.conftest import end_user
+from tests.conftest import end_user, scoped_client
 from tests.memories.helpers import assert_error, make_memory, make_pending
 
 
-def key_client(*scopes: str, external_id: str | None = None) -> APIClient:
-    _, raw_key = api_key_create(name="backend", scopes=scopes)
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}")
-    if external_id:
-        client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_key}", HTTP_X_USER_ID=external_id)
-    return client
-
-
 def test_a_review_key_creates_an_end_user_and_lists_it_with_counts(db):
-    client = key_client("review")
+    client = scoped_client("review", external_id=None)
 
     created = client.post("/api/users", {"external_id": "crm-7"}, format="json")
 
@@ -46,7 +35,7 @@ def test_the_users_list_leaves_logins_and_key_accounts_out_and_counts_in_few_que
     for n in range(5):
         user = User.objects.create_user(username=f"user{n}", external_id=f"ext-{n}")
         make_pending(user)
-    key_client("review")
+    scoped_client("review", external_id=None)
 
     with CaptureQueriesContext(connection) as queries:
         listing = staff_api.get("/api/users").json()
@@ -78,7 +67,7 @@ def test_bad_user_creates_name_the_field(staff_api, body, status, field):
 def test_users_are_for_review_keys_and_staff_only(api, db):
     assert_error(api.get("/api/users"), 403)
     assert_error(api.post("/api/users", {"external_id": "x"}, format="json"), 403)
-    assert_error(key_client("read", "write", external_id="a").get("/api/users"), 403, "scope")
+    assert_error(scoped_client("read", "write", external_id="a").get("/api/users"), 403, "scope")
     assert not User.objects.filter(external_id="x").exists()
 
 
@@ -94,5 +83,5 @@ def test_me_says_who_the_request_acts_as(api, owner):
         "external_id": None,
         "is_staff": False,
     }
-    me = key_client("read", external_id="crm-9").get("/api/me").json()
+    me = scoped_client("read", external_id="crm-9").get("/api/me").json()
     assert me["external_id"] == "crm-9"

@@ -8,9 +8,8 @@ from django.core.management import CommandError, call_command
 
 from memories.api_keys import api_key_create, tenant_get_or_create
 from memories.models import ApiKey, Memory, Status, Tenant, User
-from tests.conftest import client_for, make_user
+from tests.conftest import client_for, key_client, make_user
 from tests.memories.helpers import assert_error, make_pending
-from tests.memories.test_api_keys import key_client
 
 
 def key_for(tenant: str, *scopes: str) -> str:
