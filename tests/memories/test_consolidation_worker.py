@@ -1,7 +1,6 @@
 """The periodic consolidation task through the real Redis broker and a real Celery worker (a
-subprocess of this test on a queue of its own, as tests/extraction/test_celery_worker.py
-starts it). The rows are committed (transaction=True) so the worker, another process, sees
-them in the test database.
+subprocess of this test on a queue of its own, from tests/celery_support.py). The rows are
+committed (transaction=True) so the worker, another process, sees them in the test database.
 
 Nothing here is skipped: without Redis on 127.0.0.1:6379 these tests fail. Run this file
 alone, never beside another worker test."""
@@ -10,15 +9,13 @@ import uuid
 from datetime import timedelta
 
 import pytest
-import redis
-from celery import Celery
-from celery import _state as celery_state
 from django.utils import timezone
 
 from memories.models import ConsolidationProposal, Memory, MemoryRevision, ProposalKind, Status
 from memories.tasks import consolidate_memories_task
+from tests.celery_support import Worker, wait_for
+from tests.celery_support import broker_app as celery_broker_app
 from tests.conftest import make_user
-from tests.extraction.test_celery_worker import BROKER_URL, Worker, wait_for
 from tests.memories.helpers import make_memory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -31,24 +28,8 @@ def queue_name() -> str:
 
 @pytest.fixture(scope="module")
 def broker_app(queue_name):
-    """A Celery app that sends to Redis and our queue, current while this module runs."""
-    redis.Redis.from_url(BROKER_URL).ping()  # fails loudly (not a skip) when Redis is down
-    app = Celery("consolidation-tests", set_as_current=False)
-    app.conf.update(
-        broker_url=BROKER_URL,
-        task_default_queue=queue_name,
-        task_always_eager=False,
-        task_ignore_result=True,
-    )
-    previous = celery_state.get_current_app()
-    app.set_current()
-    yield app
-    previous.set_current()
-    app.close()
-    client = redis.Redis.from_url(BROKER_URL)
-    for key in client.scan_iter(match=f"*{queue_name}*"):
-        client.delete(key)
-    client.close()
+    with celery_broker_app("consolidation-tests", queue_name) as app:
+        yield app
 
 
 @pytest.fixture(scope="module")
