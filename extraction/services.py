@@ -22,7 +22,7 @@ from django.db.models.functions import Coalesce, Length
 from django.utils import timezone
 
 from extraction import llm, policy, runs
-from extraction.merge import classify
+from extraction.dedupe import classify
 from extraction.models import ExtractionRun, ExtractionState, RunStatus, SourceKind
 from extraction.parsing import Candidate, parse_candidates
 from extraction.prompt import EXTRACTABLE_ROLES, ShownMessage, build_messages, shown_messages

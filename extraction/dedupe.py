@@ -11,7 +11,7 @@ from memories.recall.words import STOP_WORDS
 
 
 @dataclass(frozen=True)
-class MergeDecision:
+class DedupeDecision:
     kind: Literal["new", "duplicate", "conflict"]
     existing: Memory | None = None
 
@@ -43,13 +43,13 @@ def classify(
     existing: list[Memory],
     similarity: dict,
     duplicate_similarity: float,
-) -> MergeDecision:
+) -> DedupeDecision:
     """`existing` are the memories worth comparing (same key, same text or nearest by vector);
     `similarity` maps their ids to cosine similarity with the candidate."""
     value_norm, key_norm = normalise(value), normalise(key)
     for memory in existing:
         if normalise(memory.value) == value_norm:
-            return MergeDecision("duplicate", memory)
+            return DedupeDecision("duplicate", memory)
 
     def near(memory: Memory) -> bool:
         return similarity.get(memory.id, 0.0) >= duplicate_similarity
@@ -57,13 +57,13 @@ def classify(
     same_key = [m for m in existing if normalise(m.key) == key_norm]
     for memory in same_key:
         if near(memory) and restates(memory.value, value):
-            return MergeDecision("duplicate", memory)
+            return DedupeDecision("duplicate", memory)
     if same_key:
         # Same label, another fact: propose the new one as a replacement. Prefer replacing
         # the newest active memory; approving the replacement archives it (never deletes).
         same_key.sort(key=lambda m: (m.status != "active", -m.created_at.timestamp()))
-        return MergeDecision("conflict", same_key[0])
+        return DedupeDecision("conflict", same_key[0])
     others = [m for m in existing if near(m)]
     if others:
-        return MergeDecision("duplicate", max(others, key=lambda m: similarity[m.id]))
-    return MergeDecision("new")
+        return DedupeDecision("duplicate", max(others, key=lambda m: similarity[m.id]))
+    return DedupeDecision("new")

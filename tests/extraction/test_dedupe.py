@@ -1,10 +1,10 @@
-"""extraction/merge.py: is a candidate new, a duplicate, or a contradiction?"""
+"""extraction/dedupe.py: is a candidate new, a duplicate, or a contradiction?"""
 
 from datetime import timedelta
 
 from django.utils import timezone
 
-from extraction.merge import classify, normalise
+from extraction.dedupe import classify, normalise
 from memories.models import Memory, Status
 
 THRESHOLD = 0.92
