@@ -15,6 +15,7 @@ import logging
 import uuid
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -80,6 +81,14 @@ def run_queue(
     return run, True
 
 
+# The tasks each source kind's run is sent to, by name: extraction.tasks (registered when the
+# app is ready) imports services, which imports this module.
+TASK_NAMES = {
+    SourceKind.TOPIC: "extraction.tasks.extract_topic_task",
+    SourceKind.WORK_SESSION: "extraction.tasks.extract_work_session_task",
+}
+
+
 def _send(run: ExtractionRun, *, automatic: bool) -> None:
     """Send the run's task under the run's task id, once the row is visible to whoever runs
     it. A worker is another process: it must find the row committed, so the task goes out on
@@ -87,12 +96,11 @@ def _send(run: ExtractionRun, *, automatic: bool) -> None:
     (no broker) the task runs here, on this connection, and sees the row committed or not:
     it runs now, so the caller can answer its outcome. Nothing calls this inside a longer
     transaction in process, which would hold that transaction open over the model call."""
-    from extraction.tasks import extract_topic_task, extract_work_session_task
-
+    task = current_app.tasks[TASK_NAMES[run.source_kind]]
     if run.source_kind == SourceKind.TOPIC:
-        task, args = extract_topic_task, [str(run.source_id), automatic]
+        args = [str(run.source_id), automatic]
     else:
-        task, args = extract_work_session_task, [str(run.source_id)]
+        args = [str(run.source_id)]
 
     def send() -> None:
         try:
