@@ -110,17 +110,44 @@ def test_an_english_memory_is_found_by_a_spanish_question(db):
     assert search_keys(api, "¿Cómo se llama mi gato?")[0] == "pet"
 
 
+# Questions in five languages that are not among the classifier's references: how it does
+# on questions it was not fitted to. (A reference it was fitted to may sit on the boundary:
+# the fit is penalised, and int8 numerics differ a little from one CPU to another.)
+HELD_OUT_ABOUT_THE_USER = [
+    "what should I cook tonight?",
+    "What was the name of my first dog?",
+    "¿A qué hora empiezo a trabajar?",
+    "¿Qué libro le recomendé a mi hermano?",
+    "Quel est mon plat préféré ?",
+    "Welche Sprachen spreche ich?",
+    "Qual é o nome do meu gato?",
+]
+HELD_OUT_ABOUT_THE_WORLD = [
+    "who wrote the Odyssey?",
+    "what is 9 times 8",
+    "¿Cuál es el río más largo del mundo?",
+    "Quelle est la capitale du Japon ?",
+    "Wie funktioniert ein Kühlschrank?",
+    "Qual é a distância da Terra à Lua?",
+    "Explain recursion in Python.",
+]
+
+
 def test_the_question_classifier_tells_questions_about_the_user_from_others(db):
+    references = set(calibration.texts(calibration.ABOUT_USER_FILE))
+    references |= set(calibration.texts(calibration.ABOUT_ANYTHING_ELSE_FILE))
+    assert not references & {*HELD_OUT_ABOUT_THE_USER, *HELD_OUT_ABOUT_THE_WORLD}
+
     about_user = [
         calibration.calibrate(vector).about_user
-        for vector in _query_vectors(["what should I cook tonight?", "¿Dónde vivo?"])
+        for vector in _query_vectors(HELD_OUT_ABOUT_THE_USER)
     ]
     about_the_world = [
         calibration.calibrate(vector).about_user
-        for vector in _query_vectors(["who wrote the Odyssey?", "what is 9 times 8"])
+        for vector in _query_vectors(HELD_OUT_ABOUT_THE_WORLD)
     ]
 
-    assert min(about_user) > 0 > max(about_the_world)
+    assert min(about_user) > 0 > max(about_the_world), (about_user, about_the_world)
 
 
 def test_calibrated_similarity_is_in_spreads_above_the_background_mean():
