@@ -52,7 +52,7 @@ def post_worker_init(worker):
     which Django otherwise does in the first request."""
     from django.urls import get_resolver
 
-    from memories.embedders import embedder_warm_up
+    from memories.recall.calibration import embedder_warm_up
 
     started = time.perf_counter()
     embedder_warm_up()

@@ -326,14 +326,3 @@ def embedder_is_loaded() -> bool:
     if settings.EMBEDDER != "local":
         return True
     return _local_choice() in _local
-
-
-def embedder_warm_up() -> None:
-    """Load the configured embedder, embed one text and measure it against the relevance
-    references (recall/calibration.py, embedded on a first start), so that a web worker
-    answers its first request as fast as the rest (config/gunicorn.conf.py). A remote
-    embedder is not called. Raises what loading the model raises."""
-    if settings.EMBEDDER == "local":
-        from memories.recall.calibration import calibrate
-
-        calibrate(embed_query("warm up"))

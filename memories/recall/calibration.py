@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
+from memories.embedders import embed_query, get_embedder
+
 logger = logging.getLogger(__name__)
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -149,8 +151,6 @@ def calibrate(query_vector: Sequence[float] | None) -> Calibration | None:
     vector (no embedder: recall goes by keywords)."""
     if query_vector is None:
         return None
-    from memories.embedders import get_embedder
-
     embedder = get_embedder()
     if embedder is None:
         return None
@@ -162,3 +162,12 @@ def calibrate(query_vector: Sequence[float] | None) -> Calibration | None:
         spread=max(float(similarities.std()), MIN_SPREAD),
         about_user=float(found.classifier[:-1] @ query + found.classifier[-1]),
     )
+
+
+def embedder_warm_up() -> None:
+    """Load the configured embedder, embed one text and measure it against the relevance
+    references (embedded on a first start), so that a web worker answers its first request
+    as fast as the rest (config/gunicorn.conf.py). A remote embedder is not called. Raises
+    what loading the model raises."""
+    if settings.EMBEDDER == "local":
+        calibrate(embed_query("warm up"))

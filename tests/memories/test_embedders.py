@@ -20,10 +20,10 @@ from memories.embedders import (
     OnnxEmbedder,
     TorchEmbedder,
     embedder_is_loaded,
-    embedder_warm_up,
     get_embedder,
 )
 from memories.models import Memory, MemoryEmbedding
+from memories.recall.calibration import embedder_warm_up
 from memories.recall.vector_store import get_vector_store
 
 
