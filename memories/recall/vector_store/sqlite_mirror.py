@@ -34,6 +34,7 @@ from django.conf import settings
 from django.db import connection
 
 from memories.models import MemoryEmbedding, Status
+from memories.recall.vector_store.sqlite_lookups import point_lookups
 
 logger = logging.getLogger(__name__)
 
@@ -309,8 +310,6 @@ def _load(mirror: PartitionMirror, cursor, *, table: str, partition: str, budget
 
 
 def _apply(mirror: PartitionMirror, cursor, *, table: str, partition: str, ids: Sequence[str]):
-    from memories.recall.vector_store.sqlite_vec import point_lookups
-
     current = {
         memory_id: (row_partition, status, embedding)
         for memory_id, row_partition, status, embedding in point_lookups(

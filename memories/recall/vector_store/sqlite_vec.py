@@ -15,6 +15,7 @@ from django.db import connection
 from memories.models import Memory, MemoryEmbedding, Status
 from memories.recall.vector_store import sqlite_mirror
 from memories.recall.vector_store.base import Neighbour, partition_of
+from memories.recall.vector_store.sqlite_lookups import point_lookups
 from memories.recall.vector_store.sqlite_mirror import ALL_PARTITIONS, log_changes, mirrors
 
 TABLE = "vec_memory_embeddings"
@@ -226,20 +227,3 @@ def _partitions_of(memory_ids) -> list[tuple[str, str]]:
         "partition", "memory_id"
     )
     return [(partition, memory_id.hex) for partition, memory_id in rows]
-
-
-def point_lookups(select: str, params: list[tuple], *, cursor=None) -> list[tuple]:
-    """Run `select` once per parameter tuple as one statement (UNION ALL). vec0 answers
-    `memory_id = ?` from its primary-key index but `memory_id IN (...)` with a full scan."""
-    if cursor is None:
-        with connection.cursor() as cursor:
-            return point_lookups(select, params, cursor=cursor)
-    rows: list[tuple] = []
-    chunk = 200  # below SQLite's limit of 500 terms in a compound SELECT
-    for start in range(0, len(params), chunk):
-        part = params[start : start + chunk]
-        cursor.execute(
-            " UNION ALL ".join([select] * len(part)), [value for p in part for value in p]
-        )
-        rows.extend(cursor.fetchall())
-    return rows
