@@ -7,7 +7,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shlex
 import shutil
 import signal
@@ -18,46 +17,8 @@ import time
 from pathlib import Path
 
 from bench import report, vague
-
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
-DOCS = ROOT / "docs" / "benchmarks.md"
-DATABASES = ("sqlite", "postgresql")
-
-
-def machine() -> dict:
-    info = {
-        "nproc": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-    }
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                info["cpu"] = line.split(":", 1)[1].strip()
-                break
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                info["memory_gib"] = round(int(line.split()[1]) / 1024**2, 1)
-    except OSError:
-        pass
-    return info
-
-
-def git_commit() -> str:
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        return commit + ("+uncommitted changes" if dirty else "")
-    except OSError:
-        return "unknown"
+from bench.common import DATABASES, RESULTS, ROOT, embedder_description, git_commit, machine
+from bench.report import write_docs
 
 
 def _wait_idle(max_seconds: float, threshold: float = 1.0) -> float:
@@ -226,25 +187,3 @@ def main(argv: list[str] | None = None) -> None:
     print(report.summary(results))
     if not args.quick or args.docs:
         write_docs(extra=results if args.quick else None)
-
-
-def embedder_description() -> str:
-    """The local model the workers will run, as the environment configures it."""
-    runtime = os.environ.get("EMBEDDER_RUNTIME", "onnx-int8")
-    model = os.environ.get("EMBEDDING_LOCAL_MODEL", "multilingual-e5-small")
-    name = model + ("-int8" if runtime == "onnx-int8" else "")
-    return f"{name} (EMBEDDING_LOCAL_MODEL={model}, EMBEDDER_RUNTIME={runtime})"
-
-
-def write_docs(extra: dict | None = None) -> None:
-    """docs/benchmarks.md from the newest full results of each part."""
-    found = []
-    for path in sorted(RESULTS.glob("*.json")):
-        data = json.loads(path.read_text())
-        if not data.get("meta", {}).get("quick"):
-            found.append((path.name, data))
-    if extra is not None:
-        found.append(("(this run)", extra))
-    DOCS.parent.mkdir(exist_ok=True)
-    DOCS.write_text(report.markdown(found))
-    print(f"docs: {DOCS.relative_to(ROOT)}")

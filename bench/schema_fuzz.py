@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.cli import DATABASES, RESULTS, ROOT, git_commit, machine
+from bench.common import DATABASES, RESULTS, ROOT, git_commit, machine
 
 
 def worker(argv: list[str]) -> None:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.cli import RESULTS, ROOT, git_commit, machine
+from bench.common import RESULTS, ROOT, git_commit, machine
 
 REDIS_URL = "redis://127.0.0.1:6379/7"
 TRICKLING = 4

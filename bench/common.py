@@ -1,0 +1,55 @@
+"""What every benchmark shares: where results and docs go, the databases, and the machine,
+commit and embedder a result was measured with."""
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+DOCS = ROOT / "docs" / "benchmarks.md"
+DATABASES = ("sqlite", "postgresql")
+
+
+def machine() -> dict:
+    info = {
+        "nproc": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                info["memory_gib"] = round(int(line.split()[1]) / 1024**2, 1)
+    except OSError:
+        pass
+    return info
+
+
+def git_commit() -> str:
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        return commit + ("+uncommitted changes" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+def embedder_description() -> str:
+    """The local model the workers will run, as the environment configures it."""
+    runtime = os.environ.get("EMBEDDER_RUNTIME", "onnx-int8")
+    model = os.environ.get("EMBEDDING_LOCAL_MODEL", "multilingual-e5-small")
+    name = model + ("-int8" if runtime == "onnx-int8" else "")
+    return f"{name} (EMBEDDING_LOCAL_MODEL={model}, EMBEDDER_RUNTIME={runtime})"

@@ -1,0 +1,159 @@
+"""The tables of `python -m bench served` results: what served.py prints and what
+report.py puts in docs/benchmarks.md; and the per-stage names both use."""
+
+SEARCH_STAGES = (
+    ("auth", "authentication: service key and end user"),
+    ("embedding", "query embedding"),
+    ("keyword", "keyword search (BM25 over the user's postings)"),
+    ("candidates", "nearest neighbours and candidate rows"),
+    ("scoring", "scoring"),
+    ("access_write", "access counts written"),
+    ("serialize", "serialisation"),
+    ("render", "JSON rendering"),
+)
+OUTSIDE_STAGES = ("django, outside the stages", "gunicorn, socket and HTTP")
+
+
+def markdown(results: dict) -> str:
+    """The tables of a results file."""
+    served = results["served"]
+
+    def pct(block: dict) -> str:
+        return f"{block['p50_ms']:.1f} / {block['p95_ms']:.1f} ms"
+
+    plan = results["meta"]["plan"]
+    lines = [
+        f"Served by gunicorn ({plan['workers']} workers, config/gunicorn.conf.py, DEBUG off), "
+        f"one user with {plan['memories']:,} memories, {plan['queries']} searches from a "
+        "separate client process over 127.0.0.1 (keep-alive)"
+        + (" — quick run, provisional" if results["meta"]["quick"] else "")
+        + ".",
+        "",
+        "| database | HTTP search p50 / p95 | bare KNN p50 / p95 | query embedding p50 / p95 "
+        "| HTTP ÷ (KNN + embedding), p95 |",
+        "|---|---|---|---|---|",
+    ]
+    for database, run in served.items():
+        search = run["search"]
+        lines.append(
+            f"| {database} | {pct(search['http'])} | {pct(search['knn'])} | "
+            f"{pct(search['embed'])} | {search['ratio_http_to_knn_plus_embed_p95']:.2f} |"
+        )
+    lines += [
+        "",
+        f"| database | {plan['clients']} clients: searches/s, p50 / p95 | POST /api/memories "
+        "p50 | batch ingest, memories/s: 1 client, 2 clients | RSS (PSS) per worker | "
+        "first answer after start |",
+        "|---|---|---|---|---|---|",
+    ]
+    for database, run in served.items():
+        concurrent = run["concurrent"]
+        latency = concurrent["latency"]
+        memory = ", ".join(
+            f"{w.get('rss_mb', 0):.0f} ({w.get('pss_mb', 0):.0f}) MB" for w in run["workers"]
+        )
+        lines.append(
+            f"| {database} | {concurrent['searches_per_s']:.1f}/s, "
+            f"{pct(latency) if latency else '–'} | {run['create']['p50_ms']:.1f} ms | "
+            f"{run['batch']['memories_per_s']:.0f}, "
+            f"{run.get('batch_concurrent', {}).get('memories_per_s', 0):.0f} "
+            f"(batches of {run['batch']['batch_size']}) | "
+            f"{memory} | {run['time_to_first_answer_s']:.1f} s |"
+        )
+    lines += ["", *breakdown_table(served), "", *targets_table(served)]
+    return "\n".join(lines)
+
+
+def breakdown_table(served: dict) -> list[str]:
+    """Where the time of one HTTP search goes, per database (Server-Timing of each search)."""
+    databases = [d for d, run in served.items() if run["search"].get("breakdown")]
+    if not databases:
+        return []
+    lines = [
+        "Where the time of one HTTP search goes (the Server-Timing header of each timed "
+        "search; the last two rows are the app's time outside the stages and what the client "
+        "measured beyond the app's time). Mean / p95 ms, and the share of the mean:",
+        "",
+        "| stage | " + " | ".join(databases) + " |",
+        "|---|" + "---|" * len(databases),
+    ]
+    rows = {d: {row["stage"]: row for row in served[d]["search"]["breakdown"]} for d in databases}
+    for stage, what in (*SEARCH_STAGES, *((name, name) for name in OUTSIDE_STAGES)):
+        cells = []
+        for database in databases:
+            row = rows[database].get(stage)
+            cells.append(
+                f"{row['mean_ms']:.2f} / {row['p95_ms']:.2f} ({row['share']:.0%})" if row else "–"
+            )
+        lines.append(f"| {what} | " + " | ".join(cells) + " |")
+    totals = [f"{served[d]['search']['http']['mean_ms']:.2f} (100%)" for d in databases]
+    lines.append("| HTTP search, mean | " + " | ".join(totals) + " |")
+    for database in databases:
+        exact = served[database].get("exact_top")
+        if exact:
+            lines.append("")
+            lines.append(
+                f"{database}: the search as served ({exact['served_by']}) found "
+                f"{exact['recall_of_exact']:.3f} of the exact nearest {exact['k']} "
+                f"(lowest {exact['lowest']:.2f}) over {exact['queries']} queries."
+            )
+    for database, run in served.items():
+        batch = run["batch"]
+        if "embedding_ms_mean" in batch:
+            lines.append("")
+            lines.append(
+                f"{database}: a batch of {batch['batch_size']} took {batch['app_ms_mean']:.0f} "
+                f"ms in the app on average: {batch['embedding_ms_mean']:.0f} ms embedding, "
+                f"{batch['write_ms_mean']:.0f} ms writing."
+            )
+    return lines
+
+
+# The targets of issue 13, at 100,000 memories of one user.
+TARGETS = (
+    ("postgresql", "HTTP search p95 ≤ 25 ms", lambda r: r["search"]["http"]["p95_ms"], 25.0),
+    (
+        "postgresql",
+        "HTTP p95 ≤ 1.5 × (bare KNN + embedding) p95",
+        lambda r: r["search"]["ratio_http_to_knn_plus_embed_p95"],
+        1.5,
+    ),
+    ("sqlite", "HTTP search p95 ≤ 40 ms", lambda r: r["search"]["http"]["p95_ms"], 40.0),
+    ("*", "query embedding p50 ≤ 6 ms", lambda r: r["search"]["embed"]["p50_ms"], 6.0),
+    (
+        "postgresql",
+        "8 clients ≥ 100 searches/s",
+        lambda r: -r["concurrent"]["searches_per_s"],
+        -100.0,
+    ),
+    (
+        "*",
+        "batch ingest ≥ 400 memories/s, 1 client",
+        lambda r: -r["batch"]["memories_per_s"],
+        -400.0,
+    ),
+    (
+        "*",
+        "batch ingest ≥ 400 memories/s, 2 clients",
+        lambda r: -r.get("batch_concurrent", {}).get("memories_per_s", 0.0),
+        -400.0,
+    ),
+    ("*", "single POST /api/memories p50 ≤ 25 ms", lambda r: r["create"]["p50_ms"], 25.0),
+)
+
+
+def targets_table(served: dict) -> list[str]:
+    lines = ["| target | database | measured | met |", "|---|---|---|---|"]
+    for database, label, measure, limit in TARGETS:
+        for name in served if database == "*" else [database]:
+            if name not in served:
+                continue
+            value = measure(served[name])
+            shown = abs(value)
+            lines.append(
+                f"| {label} | {name} | {shown:.2f} | {'yes' if value <= limit else 'no'} |"
+            )
+    return lines
+
+
+# --- the set-up and timer processes (Django configured on the benchmark's database) ----------
