@@ -1,0 +1,83 @@
+"""Memory records and the scope carriers they point at (personas, projects, topics, work
+sessions and their messages), by subdomain; re-exported here, so `from memories.models import
+Memory` (and Django, which finds the app's models here) need not know where each lives.
+
+- accounts: tenants, users, API keys
+- carriers: personas, projects, topics, messages, work sessions, configuration
+- memory: memories (scopes, carriers, vectors, revisions)
+- keyword_index: the keyword index's tables
+- proposals: consolidation proposals"""
+
+from memories.models.accounts import (
+    DEFAULT_TENANT_SLUG,
+    ApiKey,
+    ApiKeyScope,
+    Tenant,
+    User,
+)
+from memories.models.carriers import (
+    ConfigEntry,
+    Message,
+    MessageRole,
+    Persona,
+    Project,
+    Topic,
+    WorkSession,
+    WorkSessionMessage,
+)
+from memories.models.keyword_index import (
+    KeywordPartition,
+    KeywordPosting,
+    KeywordTerm,
+)
+from memories.models.memory import (
+    CARRIERS,
+    SCOPE_CARRIERS,
+    Memory,
+    MemoryEmbedding,
+    MemoryRevision,
+    NormalisedKeyField,
+    RevisionAction,
+    Scope,
+    Source,
+    Status,
+    scope_carriers_condition,
+)
+from memories.models.proposals import (
+    ConsolidationProposal,
+    ProposalKind,
+    ProposalStatus,
+)
+
+__all__ = [
+    "DEFAULT_TENANT_SLUG",
+    "Tenant",
+    "User",
+    "ApiKeyScope",
+    "ApiKey",
+    "Persona",
+    "Project",
+    "Topic",
+    "MessageRole",
+    "Message",
+    "WorkSession",
+    "WorkSessionMessage",
+    "ConfigEntry",
+    "Scope",
+    "Source",
+    "Status",
+    "CARRIERS",
+    "SCOPE_CARRIERS",
+    "scope_carriers_condition",
+    "NormalisedKeyField",
+    "Memory",
+    "MemoryEmbedding",
+    "RevisionAction",
+    "MemoryRevision",
+    "KeywordPartition",
+    "KeywordTerm",
+    "KeywordPosting",
+    "ProposalKind",
+    "ProposalStatus",
+    "ConsolidationProposal",
+]

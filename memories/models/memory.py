@@ -1,0 +1,239 @@
+"""Memories: their scopes and carriers, their text, vectors and revisions."""
+
+import functools
+import operator
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from pgvector.django import VectorField
+
+from memories.facts import normalise
+from memories.models.carriers import Persona, Project, Topic, WorkSession
+
+
+class Scope(models.TextChoices):
+    USER = "user"
+    PERSONA = "persona"
+    PERSONA_USER = "persona_user"
+    PROJECT = "project"
+    SESSION = "session"
+
+
+class Source(models.TextChoices):
+    MANUAL = "manual"
+    CONVERSATION = "conversation"
+    WORK = "work"
+    TOOL = "tool"
+
+
+class Status(models.TextChoices):
+    ACTIVE = "active"
+    PENDING_REVIEW = "pending_review"
+    ARCHIVED = "archived"
+
+
+# Which carriers (Memory's foreign keys) each scope sets; the others stay null. The one
+# statement of the rule: the database constraint, the services' checks, the API's validation
+# and the vector partition keys (their ids in the order of each tuple) come from it.
+CARRIERS = ("user", "persona", "project", "topic")
+SCOPE_CARRIERS: dict[str, tuple[str, ...]] = {
+    Scope.USER: ("user",),
+    Scope.PROJECT: ("user", "project"),
+    Scope.SESSION: ("user", "topic"),
+    Scope.PERSONA: ("persona",),
+    Scope.PERSONA_USER: ("persona", "user"),
+}
+
+
+def scope_carriers_condition() -> Q:
+    """SCOPE_CARRIERS as a check on a Memory row: one of the scopes, with exactly its
+    carriers set."""
+    return functools.reduce(
+        operator.or_,
+        (
+            Q(scope=scope, **{f"{name}__isnull": name not in carriers for name in CARRIERS})
+            for scope, carriers in SCOPE_CARRIERS.items()
+        ),
+    )
+
+
+class NormalisedKeyField(models.CharField):
+    """The memory's key as facts.normalise gives it, computed whenever the row is saved or
+    bulk-created (a raw save, as import's, sets it itself)."""
+
+    def pre_save(self, model_instance, add):
+        value = normalise(model_instance.key)
+        setattr(model_instance, self.attname, value)
+        return value
+
+
+class Memory(models.Model):
+    """One remembered fact. `user` is whom it is about (null for persona scope); the API's
+    owner_id is the persona for persona scopes and the user otherwise."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.USER)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE
+    )
+    persona = models.ForeignKey(Persona, null=True, blank=True, on_delete=models.CASCADE)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.CASCADE)
+    topic = models.ForeignKey(Topic, null=True, blank=True, on_delete=models.CASCADE)
+    key = models.CharField(max_length=settings.MEMORY_KEY_MAX_LENGTH)
+    value = models.TextField()
+    category = models.CharField(max_length=settings.MEMORY_CATEGORY_MAX_LENGTH, blank=True)
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.MANUAL)
+    source_channel_id = models.UUIDField(null=True, blank=True)
+    importance = models.FloatField(default=0.5)
+    confidence = models.FloatField(default=1.0)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    # The memory a replacement takes the place of (an extracted proposal names it before it
+    # is approved), and on the replaced one, the memory that took its place.
+    supersedes = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="replacements"
+    )
+    # No database constraint: an import writes a memory before the one that replaced it
+    # (files are oldest first, in chunks of their own transactions).
+    superseded_by = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_constraint=False,
+    )
+    # The key as writes compare it (facts.normalise): a key names one fact of a scope.
+    key_normalised = NormalisedKeyField(max_length=settings.MEMORY_KEY_MAX_LENGTH, editable=False)
+    # When the fact became current, and when it stopped being current (null while it is;
+    # set when it was superseded or archived). A pending memory becomes current when approved.
+    valid_from = models.DateTimeField(default=timezone.now)
+    valid_until = models.DateTimeField(null=True, blank=True)
+    # Provenance of an extracted memory: the conversation or work session it was read from,
+    # and the ids of that source's messages that say it (empty when the model cited none).
+    # Null and empty for memories written by hand or by tools.
+    source_topic = models.ForeignKey(
+        Topic, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    source_work_session = models.ForeignKey(
+        WorkSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    source_message_ids = models.JSONField(default=list, blank=True)
+    access_count = models.PositiveIntegerField(default=0)
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "memories"
+        indexes = [
+            models.Index(fields=["user", "scope", "status"]),
+            models.Index(fields=["persona", "scope", "status"]),
+            models.Index(fields=["status", "created_at"]),
+            # The memories holding a key in a scope (one row per fact, on every write).
+            models.Index(fields=["user", "key_normalised"], name="memory_user_key"),
+            models.Index(fields=["persona", "key_normalised"], name="memory_persona_key"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(importance__gte=0, importance__lte=1), name="memory_importance_0_1"
+            ),
+            models.CheckConstraint(
+                condition=Q(confidence__gte=0, confidence__lte=1), name="memory_confidence_0_1"
+            ),
+            # The scope decides which carriers are set; the database refuses any other mix.
+            models.CheckConstraint(
+                name="memory_scope_carriers", condition=scope_carriers_condition()
+            ),
+            models.CheckConstraint(
+                name="memory_one_source",
+                condition=Q(source_topic__isnull=True) | Q(source_work_session__isnull=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.value[:60]}"
+
+    def save(self, *args, update_fields=None, **kwargs):
+        if update_fields is not None and "key" in update_fields:
+            update_fields = [*update_fields, "key_normalised"]
+        super().save(*args, update_fields=update_fields, **kwargs)
+
+    @property
+    def owner_id(self):
+        if self.scope in (Scope.PERSONA, Scope.PERSONA_USER):
+            return self.persona_id
+        return self.user_id
+
+    @property
+    def persona_user_id(self):
+        """The API's user_id: set only for persona_user scope."""
+        return self.user_id if self.scope == Scope.PERSONA_USER else None
+
+    @property
+    def embedding_text(self) -> str:
+        return f"{self.key}: {self.value}"
+
+
+class MemoryEmbedding(models.Model):
+    """Which model embedded a memory. On PostgreSQL the vector lives here (pgvector, HNSW
+    index per dimension); on SQLite it lives in the sqlite-vec table vec_memory_embeddings and
+    `vector` stays null."""
+
+    memory = models.OneToOneField(
+        Memory, primary_key=True, on_delete=models.CASCADE, related_name="embedding"
+    )
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    vector = VectorField(null=True, blank=True)
+    # Copies of the memory's partition and status, so a vector search filters without a join.
+    partition = models.CharField(max_length=120)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    created_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["partition", "status", "dimensions"])]
+
+    def __str__(self) -> str:
+        return f"{self.model} ({self.dimensions})"
+
+
+class RevisionAction(models.TextChoices):
+    CREATE = "create"
+    EDIT = "edit"
+    MERGE = "merge"
+    APPROVE = "approve"
+    REJECT = "reject"
+    ARCHIVE = "archive"
+    DELETE = "delete"
+    RESTORE = "restore"
+    IMPORT = "import"
+
+
+class MemoryRevision(models.Model):
+    """One change to a memory: who made it, the values before and the values after."""
+
+    id = models.BigAutoField(primary_key=True)
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="revisions")
+    action = models.CharField(max_length=16, choices=RevisionAction.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Null when the system made the change (extraction, a tool call without user).",
+    )
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    note = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["memory", "-id"])]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.memory_id}"
