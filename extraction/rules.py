@@ -38,7 +38,8 @@ a new clause ("... Dana and I live in ..."); time phrases at the end ("now", "si
 are left out. Nothing is taken from questions ("do I prefer tea?"), negations ("I don't live in
 Paris anymore", "I'm not allergic to ..."), quoted speech, what someone else says or thinks
 ("my friend thinks I live in Paris"), conditions and wishes ("if I lived in Paris", "I want
-to work as ..."), or statements about "we", "he", "she" or "they".
+to work as ..."), or statements about "we", "he", "she" or "they". (Splitting clauses and
+judging what is a statement: extraction/statements.py.)
 """
 
 import re
@@ -46,79 +47,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from extraction.parsing import Candidate
+from extraction.statements import (
+    ADVERBS,
+    DOT,
+    IMPERATIVE_LEAD,
+    LIST_COMMA,
+    NOTE_REQUEST,
+    RELATIONS,
+    clauses,
+    is_statement,
+    text_before,
+)
 from memories.recall.words import STOP_WORDS
 
 CONFIDENCE = 0.7
 MAX_VALUE_CHARS = 120
-PREFIX_CHARS = 200
-
-# Stand-ins, while sentences and clauses are split, for a dot that ends no sentence ("St.")
-# and a comma that ends no clause (one of a list). Private-use characters: never typed.
-_DOT, _LIST_COMMA = "\ue000", "\ue001"
-_ABBREVIATION = re.compile(
-    r"\b(?:St|Dr|Mr|Mrs|Ms|Mx|Prof|Jr|Sr|Mt|Ft|Ave|Rd|Blvd|Ltd|Inc|Corp|vs|etc|approx|dept)\."
-    r"|\b(?:[A-Za-z]\.){2,}"  # e.g. i.e. a.m. U.S.
-)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-# Quoted speech is someone's words, not a statement of the user's; a quoted single word is
-# only a name or a term ('call me "Bea"') and stays, unquoted.
-_CURLY_QUOTED = re.compile(r"“([^”\n]*)”|‘([^’\n]*)’")
-_QUOTED = re.compile(r"\"([^\"\n]*)\"|(?<!\w)'([^'\n]*)'(?!\w)")  # not the ' of "I'm"
-
-# A word that starts a clause of its own after "and", "or", "so", "then".
-_NEW_CLAUSE = (
-    r"(?:I|I'm|I'd|I've|I'll|my|we|you|he|she|they|it|our|his|her|their|there|this|that|also|"
-    r"then|now|please|remember|call|love|like|hate|enjoy|have|has|am|is|work|works|live|lives|"
-    r"prefer|prefers|want|need|comes|moved|"
-    r"usually|often|sometimes|never|always|really|still|just|don't|do|did|can|could|would|will)\b"
-)
-_LIST_ITEM = rf"(?!{_NEW_CLAUSE})[\w'-]+(?:\s+(?!{_NEW_CLAUSE})[\w'-]+)?"
-_LIST = re.compile(rf"\b{_LIST_ITEM}(?:,\s+{_LIST_ITEM})+,?\s+(?:and|or)\s+{_LIST_ITEM}\b", re.I)
-_CLAUSE_BREAK = re.compile(
-    r"\s*[,;:](?:\s+|$)|\s+[-–—]+\s+|\s*[()]\s*"
-    r"|\s+(?:but|because|although|though|whereas|while|which|who|except)\s+"
-    rf"|\s+(?:and|or|so|then)\s+(?={_NEW_CLAUSE})"
-    # A condition starts a clause and stays in it, so what it governs is seen as conditional.
-    r"|\s+(?=(?:if|when|whenever|unless|whether|once|until)\b)",
-    re.I,
-)
-
-# What before a statement, in its clause, makes it not a statement of the user's.
-_NEGATED = re.compile(r"\b(?:not|never|nor|neither|forget|forgot|stop|stopped|doubt)\b|n't\b", re.I)
-_HYPOTHETICAL = re.compile(
-    r"\b(?:if|whether|unless|wish|suppose|supposing|imagine|pretend|assume|assuming|maybe|"
-    r"perhaps|might|hope|hoping|dream|when|once|until|in case|as if)\b",
-    re.I,
-)
-_REPORTED = re.compile(
-    r"\b(?P<who>\w+)\s+(?:\w+\s+)?(?:says?|said|thinks?|thought|believes?|believed|told|tells|"
-    r"claims?|claimed|asked|asks|insists?|insisted|mentioned|wrote|writes|assumes?|assumed|"
-    r"guess(?:es|ed)?|heard)\b",
-    re.I,
-)
-_ACCORDING_TO = re.compile(r"\baccording\s+to\b", re.I)
-# "Remember that ..." is a request only as an imperative, not in "I remember that I ...".
-_NOTE_REQUEST = re.compile(
-    r"\b(?:remember|keep\s+in\s+mind|don't\s+forget|do\s+not\s+forget|never\s+forget)\s+that\s+",
-    re.I,
-)
-_IMPERATIVE_LEAD = re.compile(
-    r"(?:^|\b(?:please|just|also|and|so|oh|hey|ok|okay|btw|can\s+you|could\s+you|would\s+you|"
-    r"will\s+you|you\s+should|you\s+must|you\s+need\s+to|want\s+you\s+to|need\s+you\s+to|"
-    r"make\s+sure\s+(?:to|you)))\s*$",
-    re.I,
-)
-_QUESTION_START = re.compile(
-    r"^(?:(?:do|does|did|am|is|are|was|were|have|has|can|could|should|would|will)\s+(?:I|my|you)"
-    r"|(?:where|what|who|why|how|which)\s+(?:do|does|did|am|is|are|was|were|have|has|can|"
-    r"should|would|will))\b",
-    re.I,
-)
-_REQUEST_QUESTION = re.compile(
-    r"^(?:please\s+)?(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:remember|keep\s+in\s+mind)"
-    r"\b",
-    re.I,
-)
 
 # Time and filler at the end of a value ("Porto now", "Acme since 2019").
 _TRAILING = re.compile(
@@ -134,21 +77,8 @@ _TRAILING = re.compile(
 _PLACE_END = re.compile(r"\s+(?:with|because|for)\b.*$", re.I)
 _EMPLOYER_END = re.compile(r"\s+(?:as\s+(?:an?|the)|with)\b.*$", re.I)
 
-_ADVERB = (
-    r"(?:really|also|still|actually|now|currently|just|usually|generally|mostly|much|"
-    r"definitely|strongly|always|totally|absolutely|certainly|honestly|personally|mainly|"
-    r"normally|basically|already)"
-)
-_ADVERBS = rf"(?:\s+{_ADVERB})*"
-_RELATIONS = (
-    r"(?P<rel>(?:(?:little|older|younger|big|baby|best|twin)\s+)?(?:ex-)?(?:sister|brother|"
-    r"mother|mom|mum|father|dad|wife|husband|partner|son|daughter|boyfriend|girlfriend|fianc[eé]e?|"
-    r"friend|boss|manager|colleague|coworker|co-worker|roommate|flatmate|neighbou?r|grandmother|"
-    r"grandma|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|kid|child|dog|cat))"
-    r"(?:,?\s+(?P<named>(?-i:[A-Z][a-z]+)))?"
-)
 # A name: a word, then up to three capitalised ones ("Ana Silva", "Dr. Ana Costa").
-_NAME_WORD = rf"[\w'{_DOT}-]*"
+_NAME_WORD = rf"[\w'{DOT}-]*"
 _NAME = rf"(?P<x>(?!(?:not|no|never)\b)[^\W\d_]{_NAME_WORD}(?:\s+(?-i:[A-Z]){_NAME_WORD}){{0,3}})"
 _CAPITALISED_NAME = rf"(?P<x>(?-i:[A-Z]){_NAME_WORD}(?:\s+(?-i:[A-Z]){_NAME_WORD}){{0,3}})"
 _REST = r"(?P<x>.+)"
@@ -157,20 +87,12 @@ _REST = r"(?P<x>.+)"
 _SHORT = rf".{{1,{MAX_VALUE_CHARS}}}?"
 _PLACE = r"(?P<x>(?:the\s+)?(?-i:[A-Z]).*)"
 _ME, _I_AM, _I_HAVE = (
-    rf"\bI{_ADVERBS}\s+",
-    rf"\bI(?:'m|\s+am){_ADVERBS}\s+",
+    rf"\bI{ADVERBS}\s+",
+    rf"\bI(?:'m|\s+am){ADVERBS}\s+",
     r"\bI(?:'ve|\s+have)\s+",
 )
-_MINE = rf"\b(?:my|our)\s+{_RELATIONS}{_ADVERBS}\s+"
-_MINES = rf"\b(?:my|our)\s+{_RELATIONS}'s\s+"
-# A clause that starts with a verb ("... and work for the NHS") has the subject of the one
-# before it; it is carried over with what preceded it there, negations and all.
-_SUBJECT = re.compile(rf"\bI\b|\b(?:my|our)\s+{_RELATIONS}", re.I)
-_BARE_VERB = re.compile(
-    rf"^(?:{_ADVERB}\s+)*(?:work|works|live|lives|prefer|prefers|moved|relocated|come|"
-    r"comes|go|am|is|have|has|like|would)\b",
-    re.I,
-)
+_MINE = rf"\b(?:my|our)\s+{RELATIONS}{ADVERBS}\s+"
+_MINES = rf"\b(?:my|our)\s+{RELATIONS}'s\s+"
 _NOT_A_PLACE_OF_WORK = (
     r"(?!(?:home|night|nights|weekends?|the\s+weekend|the\s+moment|times|least|it|this|that|"
     r"myself|fun|free|a\s+living|the\s+same)\b)"
@@ -260,7 +182,7 @@ RULES = [
         [
             rf"\bcall\s+me\s+{_CAPITALISED_NAME}",
             rf"{_ME}go\s+by\s+{_CAPITALISED_NAME}",
-            rf"\bI(?:'d|\s+would)?{_ADVERBS}\s+prefer\s+to\s+be\s+called\s+{_CAPITALISED_NAME}",
+            rf"\bI(?:'d|\s+would)?{ADVERBS}\s+prefer\s+to\s+be\s+called\s+{_CAPITALISED_NAME}",
         ],
         "preferred name",
         "Wants to be called {x}",
@@ -346,7 +268,7 @@ RULES = [
     ),
     *_both(
         [
-            rf"\bI(?:'d|\s+would)?{_ADVERBS}\s+prefer\s+{_PREFERRED}",
+            rf"\bI(?:'d|\s+would)?{ADVERBS}\s+prefer\s+{_PREFERRED}",
             r"\bI(?:'d|\s+would)\s+rather\s+(?:(?:have|drink|use|get|eat|go\s+with)\s+)?"
             r"(?!(?:not|you|he|she|they|we)\b)(?P<x>.+?)(?:\s+(?:than|instead\s+of)\s+(?P<y>.+))?$",
             rf"{_ME}like\s+(?P<x>{_SHORT})\s+(?:better|more)\s+than\s+(?P<y>.+)",
@@ -368,7 +290,7 @@ RULES = [
         0.5,
     ),
 ]
-NOTE = _rule([_NOTE_REQUEST.pattern + _REST], "{note_key}", "{x}", "note", 0.6)
+NOTE = _rule([NOTE_REQUEST.pattern + _REST], "{note_key}", "{x}", "note", 0.6)
 
 
 def extract_by_rules(user_messages: list[str]) -> list[Candidate]:
@@ -376,7 +298,7 @@ def extract_by_rules(user_messages: list[str]) -> list[Candidate]:
     they were made, each (key, value) once."""
     candidates, seen = [], set()
     for text in user_messages:
-        for clause in _clauses(text):
+        for clause in clauses(text):
             for candidate in _from_clause(clause):
                 if (candidate.key, candidate.value) not in seen:
                     seen.add((candidate.key, candidate.value))
@@ -396,44 +318,12 @@ def extract_by_rules_cited(numbered: Sequence[tuple[int, str]]) -> list[Candidat
     return list(found.values())
 
 
-def _clauses(text: str):
-    """The clauses of a message's statements: questions are left out, except requests to
-    remember ("could you remember that ...?")."""
-    text = text.replace(_DOT, "").replace(_LIST_COMMA, "")
-    text = _CURLY_QUOTED.sub(_unquote, text).replace("’", "'")
-    text = _QUOTED.sub(_unquote, text)
-    text = _ABBREVIATION.sub(lambda m: m.group().replace(".", _DOT), text)
-    text = re.sub(r"\b(remember|keep\s+in\s+mind)\s*:\s*", r"\1 that ", text, flags=re.I)
-    for sentence in _SENTENCE_END.split(text):
-        sentence = sentence.strip()
-        is_request = bool(_REQUEST_QUESTION.match(sentence))
-        is_question = sentence.rstrip(" )\"'").endswith("?") or _QUESTION_START.match(sentence)
-        if not sentence or (is_question and not is_request):
-            continue
-        sentence = _LIST.sub(lambda m: m.group().replace(",", _LIST_COMMA), sentence)
-        carried = ""
-        for clause in _CLAUSE_BREAK.split(sentence):
-            clause = (clause or "").strip()
-            if not clause:
-                continue
-            if carried and _BARE_VERB.match(clause):
-                clause = f"{carried} {clause}"
-            subjects = list(_SUBJECT.finditer(clause))
-            carried = clause[: subjects[-1].end()] if subjects else ""
-            yield clause
-
-
-def _unquote(match: re.Match) -> str:
-    quoted = next(group for group in match.groups() if group is not None)
-    return quoted if quoted and not re.search(r"\s", quoted.strip()) else " "
-
-
 def _from_clause(clause: str) -> list[Candidate]:
     found = []
     for rule in RULES:
         for pattern in rule.patterns:
             for match in pattern.finditer(clause):
-                if _is_statement(_before(clause, match)):
+                if is_statement(text_before(clause, match)):
                     found.append(((match.start(), match.start("x")), _candidates(rule, match)))
     # In the order the values were written ("I work at Acme as an analyst": employer, job).
     found.sort(key=lambda item: item[0])
@@ -442,29 +332,10 @@ def _from_clause(clause: str) -> list[Candidate]:
         # "Remember that I'm allergic to peanuts": the allergy, not a note besides it.
         return candidates
     note = NOTE.patterns[0].search(clause)
-    before = _before(clause, note) if note else ""
-    if note and _IMPERATIVE_LEAD.search(before) and _is_statement(before):
+    before = text_before(clause, note) if note else ""
+    if note and IMPERATIVE_LEAD.search(before) and is_statement(before):
         return _candidates(NOTE, note)
     return []
-
-
-def _before(clause: str, match: re.Match) -> str:
-    """What precedes a match in its clause, as far back as a negation or a reporting verb
-    could govern it: a bounded window, so a long clause with many matches costs linear time."""
-    return clause[max(0, match.start() - PREFIX_CHARS) : match.start()]
-
-
-def _is_statement(before: str) -> bool:
-    """Whether what precedes a match in its clause leaves it a statement of the user's: no
-    negation, condition or wish, and nobody else's words (a request to remember is cut off
-    first: "don't forget that I ..." is no negation)."""
-    requests = list(_NOTE_REQUEST.finditer(before))
-    if requests:
-        before = before[requests[-1].end() :]
-    if _NEGATED.search(before) or _HYPOTHETICAL.search(before) or _ACCORDING_TO.search(before):
-        return False
-    # Reported words count only as the user's own: "I said I live in ...", "as I told you".
-    return all(match.group("who").lower() == "i" for match in _REPORTED.finditer(before))
 
 
 def _candidates(rule: Rule, match: re.Match) -> list[Candidate]:
@@ -506,7 +377,7 @@ def _candidates(rule: Rule, match: re.Match) -> list[Candidate]:
 
 
 def _clean(raw: str, *, end: re.Pattern | None) -> str:
-    value = raw.replace(_LIST_COMMA, ",").strip()
+    value = raw.replace(LIST_COMMA, ",").strip()
     previous = None
     while value != previous:
         previous = value
@@ -514,7 +385,7 @@ def _clean(raw: str, *, end: re.Pattern | None) -> str:
         if end is not None:
             value = end.sub("", value)
         value = value.strip(" \t.!?,;:'\"…)(-")
-    value = value.replace(_DOT, ".")
+    value = value.replace(DOT, ".")
     if not re.search(r"[^\W\d_]", value) or len(value) > MAX_VALUE_CHARS:
         return ""
     return value
