@@ -86,6 +86,7 @@ def lockout_response(request: HttpRequest, original_response=None, credentials=N
         "Too many failed logins for this username from this address, or from this address; "
         f"try again in {seconds} seconds."
     )
+    response: HttpResponse
     if request.path.startswith("/api/"):
         response = JsonResponse(error_body("throttled", detail), status=429)
     else:

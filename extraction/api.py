@@ -1,6 +1,8 @@
 """POST /api/memories/extract/{topic_id} and /api/memories/extract-work/{session_id}, which
 queue an extraction, and GET /api/extraction-runs[/{task_id}], which follow it."""
 
+from typing import Any
+
 import django_filters
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import mixins, serializers, status, viewsets
@@ -26,7 +28,7 @@ def accepted(run: ExtractionRun) -> Response:
     """202 with the run's task id and status. Where tasks run in process the run has finished
     by now, so its outcome (done, skipped or failed, the reason and the counts) is in the
     answer. A source whose extraction was already on its way answers that run."""
-    body = {"task_id": run.task_id, "status": run.status}
+    body: dict[str, Any] = {"task_id": run.task_id, "status": run.status}
     if run.status in runs.FINISHED:
         body.update(reason=run.reason, result=run.result())
     return Response(body, status=status.HTTP_202_ACCEPTED)
@@ -74,7 +76,8 @@ class RunSourceSerializer(serializers.Serializer):
 
 
 class ExtractionRunSerializer(serializers.ModelSerializer):
-    source = RunSourceSerializer(source="*", read_only=True)
+    # A declared field, not Field.source: the serializer metaclass moves it into the fields.
+    source = RunSourceSerializer(source="*", read_only=True)  # type: ignore[assignment]
     memory_ids = serializers.ListField(child=serializers.UUIDField(), read_only=True)
     error = serializers.SerializerMethodField(help_text="Why a failed run failed; else null.")
     reason = serializers.SerializerMethodField(help_text="Why a skipped run skipped; else null.")
@@ -115,7 +118,7 @@ class ExtractionRunFilter(django_filters.FilterSet):
 
     class Meta:
         model = ExtractionRun
-        fields = []
+        fields: list[str] = []
 
 
 class ExtractionRunViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):

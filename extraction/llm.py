@@ -5,10 +5,11 @@ retried with exponential backoff, then reported as ExtractionFailed."""
 import logging
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar, overload
 
 import openai
 from django.conf import settings
+from openai.types.chat import ChatCompletionMessageParam
 
 from extraction.parsing import MalformedOutput, find_json_object
 from ops.metrics import observe_model_call
@@ -40,7 +41,19 @@ def _as_is(payload: dict) -> dict:
     return payload
 
 
-def complete_json(messages: list[dict], parse: Callable[[dict], T] = _as_is) -> tuple[T, int]:
+@overload
+def complete_json(messages: list[ChatCompletionMessageParam]) -> tuple[dict, int]: ...
+
+
+@overload
+def complete_json(
+    messages: list[ChatCompletionMessageParam], parse: Callable[[dict], T]
+) -> tuple[T, int]: ...
+
+
+def complete_json(
+    messages: list[ChatCompletionMessageParam], parse: Callable[[dict], Any] = _as_is
+) -> tuple[Any, int]:
     """`parse` applied to the JSON object the model answers to `messages`, and how many
     attempts it took. `parse` raising MalformedOutput counts as a malformed answer (retried).
     Raises ExtractionFailed."""
@@ -70,7 +83,7 @@ def complete_json(messages: list[dict], parse: Callable[[dict], T] = _as_is) -> 
     raise ExtractionFailed(last_error, attempts)
 
 
-def _create(client: openai.OpenAI, messages: list[dict]):
+def _create(client: openai.OpenAI, messages: list[ChatCompletionMessageParam]):
     """One chat-completions call, timed for /metrics by outcome (ok, or the error's type)."""
     started = time.perf_counter()
     outcome = "ok"

@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from openai.types.chat import ChatCompletionMessageParam
+
 from memories.recall.hint import CLOSE, OPEN
 
 EXTRACTABLE_ROLES = ("user", "assistant")
@@ -56,7 +58,7 @@ def shown_messages(messages: Iterable[tuple[int, str, str]]) -> list[ShownMessag
     return shown
 
 
-def build_messages(shown: Sequence[ShownMessage]) -> list[dict]:
+def build_messages(shown: Sequence[ShownMessage]) -> list[ChatCompletionMessageParam]:
     """Chat messages for the utility model: the instructions, then the numbered transcript."""
     lines = [f"[{number}] {m.role}: {m.content}" for number, m in enumerate(shown, start=1)]
     return [

@@ -14,6 +14,7 @@ outcome. A finished run is never moved again.
 import logging
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from celery import current_app
 from django.conf import settings
@@ -59,7 +60,9 @@ def run_queue(
     with False. Returns the run as it stands once sent (in process: finished). Raises what
     sending raises, after marking the run failed."""
     is_topic = kind == SourceKind.TOPIC
-    state_of = {"topic_id": source_id} if is_topic else {"work_session_id": source_id}
+    state_of: dict[str, Any] = (
+        {"topic_id": source_id} if is_topic else {"work_session_id": source_id}
+    )
     with transaction.atomic():
         # The source's state row is the lock: of two callers queueing one source at once (two
         # posts, a post and the scanner) the second waits here, then finds the first one's
@@ -83,7 +86,7 @@ def run_queue(
 
 # The tasks each source kind's run is sent to, by name: extraction.tasks (registered when the
 # app is ready) imports services, which imports this module.
-TASK_NAMES = {
+TASK_NAMES: dict[str, str] = {
     SourceKind.TOPIC: "extraction.tasks.extract_topic_task",
     SourceKind.WORK_SESSION: "extraction.tasks.extract_work_session_task",
 }

@@ -12,8 +12,10 @@ nothing twice.
 import functools
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -34,14 +36,22 @@ from memories.models import (
     SCOPE_CARRIERS,
     ConfigEntry,
     Memory,
+    Message,
     MessageRole,
+    Persona,
+    Project,
     Scope,
     Source,
     Status,
     Topic,
+    User,
     WorkSession,
+    WorkSessionMessage,
 )
 from memories.recall.vector_store import get_vector_store, partition_key
+
+if TYPE_CHECKING:
+    from django.db.models.fields.related_descriptors import RelatedManager
 
 logger = logging.getLogger(__name__)
 
@@ -52,14 +62,15 @@ class ExtractionSource:
 
     kind: str
     id: uuid.UUID
-    user: object
-    messages: object  # related manager of the source's messages
+    user: User
+    # The source's messages (a topic's or a work session's related manager).
+    messages: "RelatedManager[Message] | RelatedManager[WorkSessionMessage]"
     memory_source: str
     topic: Topic | None = None
     work_session: WorkSession | None = None
-    project: object = None
-    persona: object = None
-    state_filter: dict = field(default_factory=dict)
+    project: Project | None = None
+    persona: Persona | None = None
+    state_filter: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of_topic(cls, topic: Topic) -> "ExtractionSource":
@@ -93,11 +104,12 @@ class ExtractionSource:
         carriers (SCOPE_CARRIERS) the source has (work sessions have no topic: session facts
         belong to the project there), else the user's own. Never persona scope, which every
         user of the persona reads."""
-        nearest = {
+        nearest_of: dict[str, tuple[str, ...]] = {
             Scope.SESSION: (Scope.SESSION, Scope.PROJECT),
             Scope.PROJECT: (Scope.PROJECT,),
             Scope.PERSONA_USER: (Scope.PERSONA_USER,),
-        }.get(scope, ())
+        }
+        nearest = nearest_of.get(scope, ())
         for candidate in nearest:
             carriers = {name: getattr(self, name) for name in SCOPE_CARRIERS[candidate]}
             if all(value is not None for value in carriers.values()):
@@ -134,7 +146,7 @@ def _finish(run: ExtractionRun, **outcome) -> ExtractionRun:
 
 def extract_topic(
     *,
-    topic_id: uuid.UUID,
+    topic_id: uuid.UUID | str,
     automatic: bool = False,
     task_id: str = "",
     is_retry: bool = False,
@@ -149,7 +161,7 @@ def extract_topic(
 
 
 def extract_work_session(
-    *, session_id: uuid.UUID, task_id: str = "", is_retry: bool = False
+    *, session_id: uuid.UUID | str, task_id: str = "", is_retry: bool = False
 ) -> ExtractionRun:
     """Extract from a work session: managed projects only, every N new user messages."""
     session = WorkSession.objects.select_related("user", "project").get(id=session_id)
@@ -205,7 +217,7 @@ def _extract(source: ExtractionSource, *, run: ExtractionRun, automatic: bool) -
         .order_by("id")
         .values_list("id", "role", "content")[: settings.EXTRACTION_MAX_MESSAGES_PER_RUN]
     )
-    read = {"from_message_id": messages[0][0], "to_message_id": messages[-1][0]}
+    read: dict[str, Any] = {"from_message_id": messages[0][0], "to_message_id": messages[-1][0]}
     if not _claim(state, cursor, run.id):
         return _finish(
             run,
@@ -307,7 +319,7 @@ def _release(state: ExtractionState, run_id: uuid.UUID) -> None:
     )
 
 
-def _embed(candidates: list[Candidate]) -> list[list[float] | None]:
+def _embed(candidates: list[Candidate]) -> Sequence[list[float] | None]:
     embedder = get_embedder()
     if embedder is None or not candidates:
         return [None] * len(candidates)
@@ -486,12 +498,10 @@ def scan_extractions(*, limit: int = 500) -> dict:
         return queued
     # Only user messages make a source due; newest activity first, so a limited scan is not
     # crowded out by sources that never become due.
-    with_news = {
-        "newest": Max("messages__id", filter=Q(messages__role=MessageRole.USER)),
-        "cursor": Coalesce(Max("extractionstate__last_message_id"), 0),
-    }
+    newest = Max("messages__id", filter=Q(messages__role=MessageRole.USER))
+    cursor = Coalesce(Max("extractionstate__last_message_id"), 0)
     topics = (
-        Topic.objects.annotate(**with_news)
+        Topic.objects.annotate(newest=newest, cursor=cursor)
         .filter(newest__gt=F("cursor"))
         .exclude(persona__memory_enabled=False)
         .order_by("-newest")
@@ -501,7 +511,7 @@ def scan_extractions(*, limit: int = 500) -> dict:
         queued["topics"] += _is_new(queue_if_due(ExtractionSource.of_topic(topic), topic.cursor))
     sessions = (
         WorkSession.objects.filter(project__isnull=False)
-        .annotate(**with_news)
+        .annotate(newest=newest, cursor=cursor)
         .filter(newest__gt=F("cursor"))
         .order_by("-newest")
         .select_related("project", "user")[:limit]

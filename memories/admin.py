@@ -24,10 +24,12 @@ from memories.models import (
 
 @admin.register(User)
 class MemoryUserAdmin(UserAdmin):
-    list_display = [*UserAdmin.list_display, "external_id", "tenant"]
+    # A class attribute of ModelAdmin, which the stubs leave out of ClassVar (see
+    # django-stubs contrib/admin/options.pyi: `list_display` may be set per instance).
+    list_display = [*UserAdmin.list_display, "external_id", "tenant"]  # type: ignore[misc]
     list_filter = [*UserAdmin.list_filter, "tenant"]
     search_fields = [*UserAdmin.search_fields, "external_id"]
-    fieldsets = [*UserAdmin.fieldsets, ("Product", {"fields": ["external_id", "tenant"]})]
+    fieldsets = [*(UserAdmin.fieldsets or ()), ("Product", {"fields": ["external_id", "tenant"]})]
 
 
 @admin.register(Tenant)
@@ -122,7 +124,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 class RevisionInline(admin.TabularInline):
     model = MemoryRevision
-    fields = ["created_at", "action", "actor", "before", "after", "note"]
+    fields = ("created_at", "action", "actor", "before", "after", "note")
     readonly_fields = fields
     extra = 0
     can_delete = False

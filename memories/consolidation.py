@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -259,7 +260,7 @@ def _save(proposed: Proposed, *, created_at: datetime) -> bool:
             },
         )
         if created:
-            proposal.memories.set([memory.id for memory in proposed.memories])
+            proposal.memories.set(proposed.memories)
     return created
 
 
@@ -355,7 +356,8 @@ def proposal_decide(
         return _proposal_close(proposal, actor=actor, status=ProposalStatus.REJECTED)
 
     memories = list(proposal.memories.all())
-    changes, vector = {}, None
+    changes: dict[str, Any] = {}
+    vector: list[float] | None = None
     if proposal.kind == ProposalKind.MERGE:
         if proposal.keep is None:
             raise Conflict("The memory this merge would keep is gone: reject it.")

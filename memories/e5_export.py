@@ -17,8 +17,12 @@ checkout)."""
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import onnx
 
 EXPORT_FORMAT = 1
 OPSET = 17
@@ -61,7 +65,7 @@ def ensure(directory: Path, *, int8: bool = False) -> Path:
     )
 
 
-def build(model) -> "onnx.ModelProto":  # noqa: F821
+def build(model) -> "onnx.ModelProto":
     """The encoder graph of a PackedModel, weights as float32 initializers."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper

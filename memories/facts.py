@@ -4,7 +4,7 @@ memories as the caller read them; the services lock and write (memories/saving.p
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Generic, Literal, Protocol, TypeVar
 from uuid import UUID
 
 _NOT_WORD = re.compile(r"[^\w\s]|_")
@@ -25,21 +25,25 @@ class Held(Protocol):
     confidence: float
 
 
+# The caller's own holders come back in the decision (saving.py passes Memory rows).
+H = TypeVar("H", bound=Held)
+
+
 @dataclass(frozen=True)
-class SaveDecision:
+class SaveDecision(Generic[H]):
     """What a write does: `existing` is the current memory that already says it (nothing
     new is written; `raised` holds the importance and confidence that rise to the write's),
     or else a new memory is written and `superseded` are the current memories it replaces."""
 
     kind: Literal["existing", "create"]
-    existing: Held | None = None
-    raised: dict = field(default_factory=dict)
-    superseded: tuple = ()
+    existing: H | None = None
+    raised: dict[str, float] = field(default_factory=dict)
+    superseded: tuple[H, ...] = ()
 
 
 def decide(
-    *, value: str, importance: float, confidence: float, replace: bool, holders: Sequence[Held]
-) -> SaveDecision:
+    *, value: str, importance: float, confidence: float, replace: bool, holders: Sequence[H]
+) -> SaveDecision[H]:
     """The write of `value` under a key whose current memories (same scope, carriers and
     normalised key) are `holders`, oldest first. The same normalised value is the memory
     that says it; another value replaces all of them, unless replace is False (a key that

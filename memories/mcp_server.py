@@ -119,7 +119,7 @@ def mcp_server_build(*, caller_get: Callable[[Server], Caller]) -> Server:
     """An MCP server of the registry's tools; `caller_get` says who makes the current call."""
     server: Server = Server(
         SERVER_NAME,
-        version=settings.SPECTACULAR_SETTINGS["VERSION"],  # the API's version
+        version=str(settings.SPECTACULAR_SETTINGS["VERSION"]),  # the API's version
         instructions=INSTRUCTIONS,
     )
 
@@ -323,7 +323,10 @@ class RequestGuardMiddleware:
 
 def _request_caller(server: Server) -> Caller:
     # The transport hands the tool handler the HTTP request the call came in.
-    return server.request_context.request.scope[CALLER_SCOPE_KEY]
+    request = server.request_context.request
+    if request is None:
+        raise RuntimeError("an MCP call over HTTP without its request")
+    return request.scope[CALLER_SCOPE_KEY]
 
 
 def mcp_http_app() -> Starlette:

@@ -225,8 +225,8 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
             replace=write.replace,
             holders=holders[group],
         )
-        if decision.kind == "existing":
-            held = decision.existing
+        held = decision.existing
+        if held is not None:  # kind "existing": a current memory says it already
             if decision.raised:
                 if held.id not in new_ids and held.id not in raised:
                     raised[held.id] = (held, snapshot(held))

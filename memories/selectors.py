@@ -145,20 +145,21 @@ def memory_status_counts() -> dict[str, int]:
 def cited_messages(memories: list[Memory]) -> dict:
     """For each memory, the messages of its source (topic or work session) that its
     provenance cites, in order: two queries at most, whatever the number of memories."""
-    wanted = {"topic": set(), "work_session": set()}
+    wanted: dict[str, set[int]] = {"topic": set(), "work_session": set()}
     for memory in memories:
         kind = "topic" if memory.source_topic_id else "work_session"
         if memory.source_topic_id or memory.source_work_session_id:
             wanted[kind].update(memory.source_message_ids)
-    found = {}
+    found: dict[tuple[str, UUID | None, int], Message | WorkSessionMessage] = {}
     if wanted["topic"]:
         for message in Message.objects.filter(id__in=wanted["topic"]):
             found[("topic", message.topic_id, message.id)] = message
     if wanted["work_session"]:
-        for message in WorkSessionMessage.objects.filter(id__in=wanted["work_session"]):
-            found[("work_session", message.session_id, message.id)] = message
+        for work_message in WorkSessionMessage.objects.filter(id__in=wanted["work_session"]):
+            found[("work_session", work_message.session_id, work_message.id)] = work_message
     cited = {}
     for memory in memories:
+        source: tuple[str, UUID | None]
         if memory.source_topic_id:
             source = ("topic", memory.source_topic_id)
         else:

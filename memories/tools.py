@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from types import SimpleNamespace
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -224,7 +225,8 @@ def memory_save_tool(
     project or persona; one row per fact, as POST /api/memories (saving.py). Raises
     InvalidInput (project or persona_user scope outside a project or persona),
     EmbedderUnavailable."""
-    carriers = {}
+    # By carrier name (SCOPE_CARRIERS): the keyword arguments of saving.memory_save_tool.
+    carriers: dict[str, Any] = {}
     for name in SCOPE_CARRIERS[scope]:
         carriers[name] = user if name == "user" else context.carrier(name)
         if carriers[name] is None:

@@ -4,6 +4,7 @@ answers 503 when one fails.
 What a check says in the answer is for anyone who can reach /readyz: the kind of failure and
 how to fix it, never a host name or a connection string. The whole error goes to the log."""
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -60,7 +61,7 @@ def readiness() -> list[CheckResult]:
             ("vector_extension", _check_vector_extension),
         ):
             if database.status == "ok":
-                results.append(_run(name, lambda check=check: check(probe)))
+                results.append(_run(name, functools.partial(check, probe)))
             else:
                 results.append(CheckResult(name, "skipped", 0.0, "the database is unreachable"))
     finally:

@@ -50,7 +50,7 @@ class RequestObservationMiddleware:
             # whitenoise answers static files before URL resolution; anything else is a 404.
             route = "/static/{path}" if request.path.startswith(self.static_prefix) else UNMATCHED
         metrics.observe_request(
-            route=route, method=request.method, status=response.status_code, seconds=seconds
+            route=route, method=str(request.method), status=response.status_code, seconds=seconds
         )
         quiet = route in QUIET_ROUTES and response.status_code < 400
         logger.log(

@@ -2,6 +2,8 @@
 request's log fields end with it; the request id goes with the tasks a request queues and
 comes back in the worker's log lines; every task's outcome is counted for /metrics."""
 
+from contextvars import Token
+
 from celery import signals
 from django.core.signals import request_finished
 from django.dispatch import receiver
@@ -11,7 +13,7 @@ from ops import context, metrics
 HEADER = "request_id"
 
 # Between a task's prerun and postrun: the token that undoes its log fields, by task id.
-_bound = {}
+_bound: dict[str, Token] = {}
 
 
 @receiver(request_finished)

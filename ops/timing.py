@@ -55,7 +55,7 @@ def header_value(stages: dict[str, float], *, app_seconds: float) -> str:
 def parse_header(value: str) -> dict[str, float]:
     """A Server-Timing value back into {name: milliseconds} (entries without dur are left
     out); the inverse of header_value, for clients and tests."""
-    timings = {}
+    timings: dict[str, float] = {}
     for entry in value.split(","):
         name, *params = (part.strip() for part in entry.split(";"))
         for param in params:

@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -24,11 +24,13 @@ from memories.errors import ServiceError
 from memories.models import (
     ConsolidationProposal,
     Memory,
+    Message,
     ProposalKind,
     ProposalStatus,
     Status,
     Topic,
     WorkSession,
+    WorkSessionMessage,
 )
 from review.forms import (
     AGES,
@@ -249,11 +251,11 @@ def edit(request, memory_id):
 def _memory_of(source: Topic | WorkSession, memory_id: str) -> Memory | None:
     """The memory named by ?memory=, if it was extracted from `source`."""
     try:
-        memory_id = uuid.UUID(memory_id)
+        parsed_id = uuid.UUID(memory_id)
     except ValueError:
         return None
     field = "source_topic" if isinstance(source, Topic) else "source_work_session"
-    return Memory.objects.filter(id=memory_id, **{field: source}).first()
+    return Memory.objects.filter(id=parsed_id, **{field: source}).first()
 
 
 @staff_required
@@ -261,6 +263,7 @@ def conversation(request, kind: str, source_id):
     """A conversation (topic) or work session as extraction read it, with the messages a
     memory (?memory=<id>) was extracted from marked: the first of them and the messages around
     it, or, without any, the last messages before the memory was made."""
+    source: Topic | WorkSession | None
     if kind == "topic":
         source = Topic.objects.select_related("user").filter(id=source_id).first()
     elif kind == "work-session":
@@ -271,7 +274,7 @@ def conversation(request, kind: str, source_id):
         raise Http404("No such conversation.")
     memory = _memory_of(source, request.GET.get("memory", ""))
     cited = set(memory.source_message_ids) if memory else set()
-    all_messages = source.messages.order_by("id")
+    all_messages: QuerySet[Message | WorkSessionMessage] = source.messages.order_by("id")
     if cited:
         first = min(cited)
         before = list(all_messages.filter(id__lt=first).order_by("-id")[:10])[::-1]

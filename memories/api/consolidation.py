@@ -74,7 +74,7 @@ class ProposalFilter(django_filters.FilterSet):
 
     class Meta:
         model = ConsolidationProposal
-        fields = []
+        fields: list[str] = []
 
     def filter_queryset(self, queryset):
         if not self.form.cleaned_data.get("status"):

@@ -21,7 +21,7 @@ class MemoryFilter(django_filters.FilterSet):
 
     class Meta:
         model = Memory
-        fields = []
+        fields: list[str] = []
 
     def filter_queryset(self, queryset):
         if not self.form.cleaned_data.get("status"):

@@ -119,7 +119,11 @@ class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
     key = trimmed_char(settings.MEMORY_KEY_MAX_LENGTH)
     value = trimmed_char(settings.MEMORY_VALUE_MAX_LENGTH)
     category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, default="")
-    source = serializers.ChoiceField(choices=Source.choices, default=Source.MANUAL)
+    # A declared field, which the metaclass moves into the fields; the stubs take it for
+    # an override of Field.source.
+    source = serializers.ChoiceField(  # type: ignore[assignment]
+        choices=Source.choices, default=Source.MANUAL
+    )
     source_channel_id = optional_uuid()
     importance = UnitFloatField(default=0.5)
     confidence = UnitFloatField(default=1.0)
@@ -168,7 +172,9 @@ class ImportResultSerializer(serializers.Serializer):
     superseded = serializers.IntegerField(
         help_text="Current memories archived because a line gave their key another value."
     )
-    errors = LineErrorSerializer(many=True, source="listed_errors")
+    # A declared field, which the metaclass moves into the fields; the stubs take it for
+    # an override of Serializer.errors.
+    errors = LineErrorSerializer(many=True, source="listed_errors")  # type: ignore[assignment]
 
 
 # --- Reading the import body -------------------------------------------------------------------
@@ -186,6 +192,12 @@ def import_lines(
     serializer = MemoryImportLineSerializer(context={"request": request})
     for number, raw in raw_lines:
         yield _import_line(number, raw, serializer=serializer)
+
+
+def _first_message(messages: object) -> str:
+    """A field's first error. The line's fields are flat, so each field's errors are a list;
+    anything else (a nested field's dict) is shown whole."""
+    return str(messages[0] if isinstance(messages, list) else messages)
 
 
 def _import_line(
@@ -225,7 +237,7 @@ def _import_line(
         return importing.InvalidLine(
             number,
             [
-                importing.LineError(number, name, str(messages[0]))
+                importing.LineError(number, name, _first_message(messages))
                 for name, messages in detail.items()
             ],
         )

@@ -14,7 +14,9 @@ class ErrorSerializer(serializers.Serializer):
 
     code = serializers.CharField(help_text="Stable code: invalid, not_found, throttled, …")
     detail = serializers.CharField(help_text="One readable sentence saying how to fix it.")
-    fields = serializers.DictField(
+    # A declared field, which the metaclass moves into the fields; the stubs take it for
+    # an override of Serializer.fields.
+    fields = serializers.DictField(  # type: ignore[assignment]
         child=serializers.ListField(child=serializers.CharField()),
         help_text="Each offending field (or body, a header) with its messages; may be empty.",
     )
@@ -71,7 +73,11 @@ class ErrorsAutoSchema(AutoSchema):
         """The 4xx/5xx this operation can answer, besides its own success codes."""
         operation_id = self.get_operation_id()
         statuses = ["400"]  # validation, parse errors; a disallowed Host on any path
-        if not any(issubclass(permission, AllowAny) for permission in self.view.permission_classes):
+        # A composed entry (IsAuthenticated | IsAdminUser) is an operand holder, not a class.
+        if not any(
+            isinstance(permission, type) and issubclass(permission, AllowAny)
+            for permission in self.view.permission_classes
+        ):
             statuses += ["401", "403"]
         if "{" in self.path or self._is_paginated():
             statuses.append("404")  # no such object; a page past the last

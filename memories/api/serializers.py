@@ -189,7 +189,8 @@ def external_user_id(memory: Memory, request) -> str | None:
     user = getattr(request, "user", None)
     if user is not None and user.id == memory.user_id:
         return user.external_id
-    return memory.user.external_id
+    owner = memory.user  # not None: memory.user_id is set
+    return owner.external_id if owner is not None else None
 
 
 class MemorySerializer(serializers.ModelSerializer):
@@ -459,7 +460,7 @@ class MessageSerializer(StrictInputMixin, serializers.ModelSerializer):
     )
 
     class Meta:
-        model = Message
+        model: type[Message] | type[WorkSessionMessage] = Message
         fields = ["id", "role", "content", "created_at"]
         read_only_fields = ["id", "created_at"]
 
@@ -606,7 +607,9 @@ class ContextResponseSerializer(serializers.Serializer):
 class RecallResultsSerializer(serializers.Serializer):
     """GET /api/memories/search and the memory_recall tool: {"data": [memory + score]}."""
 
-    data = RecallResultSerializer(many=True)
+    # A declared field, which the metaclass moves into the fields; the stubs take it for
+    # an override of Serializer.data.
+    data = RecallResultSerializer(many=True)  # type: ignore[assignment]
 
 
 class ToolFunctionSerializer(serializers.Serializer):
@@ -624,7 +627,9 @@ class ToolSerializer(serializers.Serializer):
 
 
 class ToolListSerializer(serializers.Serializer):
-    data = ToolSerializer(many=True)
+    # A declared field, which the metaclass moves into the fields; the stubs take it for
+    # an override of Serializer.data.
+    data = ToolSerializer(many=True)  # type: ignore[assignment]
 
 
 class SavedMemorySerializer(MemorySerializer):

@@ -15,7 +15,9 @@ from drf_spectacular.utils import (
 from rest_framework import mixins, status, viewsets
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAdminUser, IsAuthenticated
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -63,6 +65,7 @@ from memories.models import (
     Project,
     RevisionAction,
     Topic,
+    User,
     WorkSession,
 )
 from memories.recall.hint import memory_hint
@@ -78,6 +81,15 @@ def parse_uuid(raw: str, *, field: str = "id", what: str = "object") -> UUID:
         return UUID(str(raw))
     except ValueError:
         raise NotFound(f"No {what} with id {raw!r}: ids are UUIDs.", field=field) from None
+
+
+def caller(request: Request) -> User:
+    """The authenticated user making the request. Views reach it only past IsAuthenticated
+    (or a key's user), so it is never AnonymousUser; should one slip through, 401."""
+    user = request.user
+    if not isinstance(user, User):
+        raise NotAuthenticated()
+    return user
 
 
 def validated(serializer_class, request, *, data=None, context=None, **kwargs) -> dict:
@@ -212,7 +224,7 @@ class MemoryViewSet(viewsets.GenericViewSet):
     def _review(self, decision: str):
         [memory] = services.memory_review(
             memory_ids=[self.get_object().id],
-            actor=self.request.user,
+            actor=caller(self.request),
             decision=decision,
             require_pending=True,
         )
@@ -298,11 +310,13 @@ class AdminMemoryViewSet(viewsets.GenericViewSet):
         # ids that are not pending are).
         administered = set(
             Memory.objects.filter(
-                selectors.administered_by(self.request.user, via="user__"), id__in=ids
+                selectors.administered_by(caller(self.request), via="user__"), id__in=ids
             ).values_list("id", flat=True)
         )
         ids = [memory_id for memory_id in ids if memory_id in administered]
-        changed = services.memory_review(memory_ids=ids, actor=self.request.user, decision=decision)
+        changed = services.memory_review(
+            memory_ids=ids, actor=caller(self.request), decision=decision
+        )
         return len(changed)
 
     @extend_schema(request=BulkIdsSerializer, responses=ApprovedCountSerializer)
@@ -319,7 +333,7 @@ class AdminMemoryViewSet(viewsets.GenericViewSet):
 class OwnedViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """List and fetch the caller's own rows of `model` (owner field `owner_field`)."""
 
-    model = None
+    model: type[Project] | type[Topic] | type[WorkSession] | None = None
     owner_field = "user"
     lookup_value_regex = "[^/]+"
 

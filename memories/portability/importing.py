@@ -130,7 +130,8 @@ class ImportResult:
 
     def listed_errors(self) -> list[LineError]:
         """The errors, and past MAX_LISTED_ERRORS one entry saying how many more there are."""
-        if not self.unlisted_errors:
+        # first_unlisted_line is set with the first unlisted error.
+        if not self.unlisted_errors or self.first_unlisted_line is None:
             return self.errors
         summary = LineError(
             self.first_unlisted_line,
@@ -141,13 +142,17 @@ class ImportResult:
         return [*self.errors, summary]
 
 
+# A memory's scope and carriers: (scope, user_id, persona_id, project_id, topic_id).
+Identity = tuple[str, UUID | None, UUID | None, UUID | None, UUID | None]
+
+
 @dataclass(frozen=True)
 class _Plan:
     line: ImportLine
     memory_id: UUID
     action: Literal["create", "update"]
     needs_vector: bool
-    identity: tuple
+    identity: Identity
 
 
 @dataclass
@@ -256,11 +261,11 @@ def _digest(*parts) -> bytes:
     return hashlib.blake2b(repr(plain).encode(), digest_size=16).digest()
 
 
-def _identity(*, scope, user_id, persona_id, project_id, topic_id) -> tuple:
+def _identity(*, scope, user_id, persona_id, project_id, topic_id) -> Identity:
     return (scope, user_id, persona_id, project_id, topic_id)
 
 
-def _line_identity(line: ImportLine, actor: User) -> tuple:
+def _line_identity(line: ImportLine, actor: User) -> Identity:
     return _identity(
         scope=line.scope,
         user_id=None if line.scope == Scope.PERSONA else actor.id,
@@ -270,7 +275,7 @@ def _line_identity(line: ImportLine, actor: User) -> tuple:
     )
 
 
-def _memory_identity(memory: Memory) -> tuple:
+def _memory_identity(memory: Memory) -> Identity:
     return _identity(
         scope=memory.scope,
         user_id=memory.user_id,
@@ -286,7 +291,7 @@ class _PlannedMemory:
     of them (the key and value are kept: a later line of the same fact keeps their
     spelling)."""
 
-    identity: tuple
+    identity: Identity
     content: bytes  # identity, key and value: what a line without id is matched by
     state: bytes  # the content fields and whether the memory is deleted
     text: bytes  # what its vector is computed from
@@ -307,7 +312,7 @@ class _Planned:
         self.by_content.setdefault(memory.content, memory_id)
 
 
-def _planned(source: Memory | ImportLine, identity: tuple) -> _PlannedMemory:
+def _planned(source: Memory | ImportLine, identity: Identity) -> _PlannedMemory:
     is_deleted = source.deleted_at is not None
     return _PlannedMemory(
         identity=identity,
@@ -402,7 +407,7 @@ def _is_current(line: ImportLine) -> bool:
     return line.status == Status.ACTIVE and line.deleted_at is None and line.valid_until is None
 
 
-def _group(line: ImportLine, identity: tuple) -> FactGroup:
+def _group(line: ImportLine, identity: Identity) -> FactGroup:
     return FactGroup(*identity, normalise(line.key))
 
 
@@ -416,7 +421,7 @@ def _superseded_holders(plans: list[_Plan], *, exclude: set[UUID]) -> dict[UUID,
     }
     if not creating:
         return {}
-    by_identity: dict[tuple, set[str]] = {}
+    by_identity: dict[Identity, set[str]] = {}
     for group in creating.values():
         by_identity.setdefault(group[:5], set()).add(group.key_normalised)
     holders: dict[FactGroup, list[UUID]] = {}
@@ -433,7 +438,7 @@ def _superseded_holders(plans: list[_Plan], *, exclude: set[UUID]) -> dict[UUID,
     return {memory_id: holders.get(group, []) for memory_id, group in creating.items()}
 
 
-def _moved_error(line: ImportLine, identity: tuple) -> LineError:
+def _moved_error(line: ImportLine, identity: Identity) -> LineError:
     scope, _, persona_id, project_id, topic_id = identity
     if scope != line.scope:
         return LineError(

@@ -1,6 +1,7 @@
 """The recall side effect: accesses counted on the memories recall returned."""
 
 from collections.abc import Iterable
+from typing import cast
 from uuid import UUID
 
 from django.db import connection
@@ -24,7 +25,9 @@ def memory_record_access(*, memory_ids: Iterable[UUID]) -> list[Memory]:
     if not ids:
         return []
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(field.column) for field in Memory._meta.concrete_fields)
+    # A concrete field is one with a column (Field.concrete is `column is not None`), which
+    # the stubs cannot tell from the field's type.
+    columns = ", ".join(quote(cast(str, field.column)) for field in Memory._meta.concrete_fields)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     # On PostgreSQL, when the UPDATE is a transaction of its own, its commit does not wait for
     # the WAL to reach the disk: a crash may lose the last fraction of a second of access

@@ -16,6 +16,7 @@ import heapq
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 K1 = 1.2
 B = 0.75
@@ -36,9 +37,13 @@ class Collection:
         return math.log(1.0 + (self.memories - n + 0.5) / (n + 0.5))
 
 
+# Whatever identifies a memory in the postings: the service's UUIDs, a benchmark's own ids.
+MemoryId = TypeVar("MemoryId", bound=Hashable)
+
+
 @dataclass(frozen=True)
-class KeywordHit:
-    memory_id: Hashable
+class KeywordHit(Generic[MemoryId]):
+    memory_id: MemoryId
     score: float  # BM25, > 0
     evidence: float  # 0..1, see the module docstring
 
@@ -98,7 +103,7 @@ def rank(
     postings: Mapping[Hashable, Mapping[str, tuple[int, int]]],
     collection: Collection,
     k: int,
-) -> list[KeywordHit]:
+) -> list[KeywordHit[Hashable]]:
     """The k best of the found memories, best first (ties by id)."""
     found = scores(terms=terms, postings=postings, collection=collection)
     best = heapq.nsmallest(k, found.items(), key=lambda item: (-item[1][0], item[0]))

@@ -45,7 +45,9 @@ class Candidate(NamedTuple):  # a tuple: a recall builds some 100 of them
     access_count: int
 
 
-def keyword_hits(*, query: str, scopes: Sequence[RecallScope], k: int) -> dict[UUID, KeywordHit]:
+def keyword_hits(
+    *, query: str, scopes: Sequence[RecallScope], k: int
+) -> dict[UUID, KeywordHit[UUID]]:
     """Up to k keyword hits, active in these scopes, by memory id."""
     if not scopes:
         return {}
@@ -58,7 +60,7 @@ def find_candidates(
     vector: Sequence[float] | None,
     scopes: Sequence[RecallScope],
     k: int,
-    keyword: dict[UUID, KeywordHit],
+    keyword: dict[UUID, KeywordHit[UUID]],
     as_of: datetime | None = None,
 ) -> list[Candidate]:
     """Up to k nearest neighbours and the keyword hits (keyword_hits), active in these

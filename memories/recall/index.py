@@ -10,11 +10,19 @@ from memories.recall.keyword import get_keyword_index
 from memories.recall.vector_store import get_vector_store, partition_of
 
 
+def _model_name() -> str:
+    """The model the vectors given here come from: the configured embedder, which made them."""
+    embedder = get_embedder()
+    if embedder is None:
+        raise RuntimeError("vectors were given to index, but no embedder is configured")
+    return embedder.model_name
+
+
 def index_memory(memory: Memory, *, vector: Sequence[float] | None) -> None:
     """(Re)index a memory's text, and its vector when one is given."""
     get_keyword_index().save(memory=memory, partition=partition_of(memory))
     if vector is not None:
-        get_vector_store().save(memory=memory, vector=vector, model=get_embedder().model_name)
+        get_vector_store().save(memory=memory, vector=vector, model=_model_name())
 
 
 def index_new_memories(memories: Sequence[Memory], *, vectors: Sequence | None) -> None:
@@ -23,7 +31,7 @@ def index_new_memories(memories: Sequence[Memory], *, vectors: Sequence | None) 
     get_keyword_index().save_new(memories=memories)
     if vectors is not None:
         get_vector_store().save_many(
-            items=list(zip(memories, vectors, strict=True)), model=get_embedder().model_name
+            items=list(zip(memories, vectors, strict=True)), model=_model_name()
         )
 
 

@@ -67,7 +67,7 @@ class KeywordIndex:
             memories = Memory.objects.filter(id__in=memory_ids, deleted_at__isnull=True)
             postings_add((memory, partition_of(memory)) for memory in memories)
 
-    def search(self, *, text: str, scopes: Sequence[RecallScope], k: int) -> list[KeywordHit]:
+    def search(self, *, text: str, scopes: Sequence[RecallScope], k: int) -> list[KeywordHit[UUID]]:
         """Up to k active memories of these scopes holding any query word, best first."""
         terms = query_terms(text)
         partition_ids, collection = collection_of([scope.partition for scope in scopes], terms)

@@ -52,6 +52,8 @@ def _message_posted(*, kind: str, source_id: UUID, posted: PostedMessages) -> No
 def _messages_append(*, parent: Topic | WorkSession, items: Sequence[dict]) -> PostedMessages:
     """Append messages in input order, in one transaction and one bulk insert (their ids
     ascend in input order), then tell the hooks once."""
+    model: type[Message] | type[WorkSessionMessage]
+    carrier: dict[str, Topic | WorkSession]
     if isinstance(parent, Topic):
         kind, model, carrier = "topic", Message, {"topic": parent}
     else:

@@ -43,7 +43,8 @@ def _transition(
     if memory is None:
         return None
     before = snapshot(memory)
-    replaced, note = [], ""
+    replaced: list[UUID] = []
+    note = ""
     if to_status == Status.ACTIVE and memory.supersedes_id:
         replaced, memory.supersedes_id, note = _replaced_on_approval(memory)
     elif to_status == Status.ACTIVE:
@@ -229,7 +230,7 @@ def memory_merge(
 
 
 # A review decision, named as its revision, and the status it moves a pending memory to.
-REVIEW_OUTCOMES = {
+REVIEW_OUTCOMES: dict[str, tuple[str, str]] = {
     RevisionAction.APPROVE: (Status.ACTIVE, "approved"),
     RevisionAction.REJECT: (Status.ARCHIVED, "rejected"),
 }

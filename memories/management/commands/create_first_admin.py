@@ -43,12 +43,13 @@ class Command(BaseCommand):
             path.write_text(password + "\n")
             path.chmod(0o600)
         else:
-            password = self._stored_password(user)
-            if password is None:
+            stored = self._stored_password(user)
+            if stored is None:
                 self.stdout.write(
                     f"Staff login '{username}' exists; its password is not stored here."
                 )
                 return
+            password = stored
         self.stdout.write(f"Staff login: username {username}  password {password}")
 
     def _stored_password(self, user: User) -> str | None:

@@ -87,9 +87,10 @@ class Command(BaseCommand):
             except ServiceError as error:
                 raise CommandError(f"--external-user: {error.detail}") from None
         elif username is not None:
-            user = User.objects.filter(username=username).first()
-            if user is None:
+            named = User.objects.filter(username=username).first()
+            if named is None:
                 raise CommandError(f"--user: no user named {username!r}.")
+            user = named
         else:
             raise CommandError("Name who the tools act for: --user NAME or --external-user ID.")
         if not user.is_active:

@@ -124,7 +124,12 @@ class PgVectorStore:
         rows = MemoryEmbedding.objects.filter(
             memory_id__in=list(memory_ids), vector__isnull=False
         ).values_list("memory_id", "vector")
-        return {memory_id: [float(x) for x in vector] for memory_id, vector in rows}
+        # `vector` is never None here (the filter above), which the stubs cannot tell.
+        return {
+            memory_id: [float(x) for x in vector]
+            for memory_id, vector in rows
+            if vector is not None
+        }
 
     def prepare(self, *, dimensions: int) -> None:
         with connection.cursor() as cursor:
