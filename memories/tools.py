@@ -23,17 +23,16 @@ from rest_framework import serializers
 from rest_framework.utils.encoders import JSONEncoder
 
 from memories import saving, selectors, services
-from memories.api.parsers import LONE_SURROGATE, holds_lone_surrogate
-from memories.api.serializers import (
+from memories.api.fields import (
     AsOfField,
-    MemorySerializer,
-    RecallResultSerializer,
     StrictBooleanField,
     StrictInputMixin,
     StrictUUIDField,
     UnitFloatField,
     trimmed_char,
 )
+from memories.api.parsers import LONE_SURROGATE, holds_lone_surrogate
+from memories.api.serializers import MemorySerializer, RecallResultSerializer
 from memories.api_keys import Principal
 from memories.carriers import SCOPE_ALIASES, scope_named
 from memories.errors import Forbidden, InvalidInput, NotFound

@@ -19,9 +19,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from memories import services
-from memories.api.parsers import holds_lone_surrogate
-from memories.api.serializers import (
-    MemorySerializer,
+from memories.api.fields import (
     PastDateTimeField,
     ScopeField,
     StrictInputMixin,
@@ -29,6 +27,8 @@ from memories.api.serializers import (
     UnitFloatField,
     trimmed_char,
 )
+from memories.api.parsers import holds_lone_surrogate
+from memories.api.serializers import MemorySerializer
 from memories.api.views import parse_uuid, validated
 from memories.carriers import carrier_errors
 from memories.errors import ServiceError

@@ -1,196 +1,31 @@
 """Input validation and output shapes. No writes here: views call services."""
 
-import datetime
-import math
-import uuid
 from functools import cached_property
 
 from django.conf import settings
-from django.utils import timezone
 from rest_framework import serializers
 
-from memories.carriers import SCOPE_INPUT_CHOICES, carrier_errors, scope_named
+from memories.api.fields import (
+    PastDateTimeField,
+    ScopeField,
+    StrictBooleanField,
+    StrictInputMixin,
+    StrictUUIDField,
+    UnitFloatField,
+    as_of_field,
+    external_user_id,
+    persona_ref,
+    project_ref,
+    topic_ref,
+    trimmed_char,
+    work_session_ref,
+)
+from memories.carriers import carrier_errors, scope_named
 from memories.models import (
     Memory,
     MemoryRevision,
-    Message,
-    MessageRole,
-    Persona,
-    Project,
     Scope,
-    Topic,
-    WorkSession,
-    WorkSessionMessage,
 )
-
-
-class StrictInputMixin:
-    """Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
-    dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged."""
-
-    tolerated_fields: tuple[str, ...] = ()
-
-    def to_internal_value(self, data):
-        if not isinstance(data, dict):
-            raise serializers.ValidationError(
-                {"non_field_errors": ["Expected a JSON object."]}, code="invalid"
-            )
-        known = {name for name, field in self.fields.items() if not field.read_only}
-        unknown = sorted(set(data) - known - set(self.tolerated_fields))
-        if unknown:
-            raise serializers.ValidationError(
-                {name: ["Unknown field."] for name in unknown}, code="invalid"
-            )
-        return super().to_internal_value(data)
-
-
-class UnitFloatField(serializers.FloatField):
-    """A finite number (not a boolean); the service clamps it into 0..1."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, bool):
-            self.fail("invalid")
-        value = super().to_internal_value(data)
-        if not math.isfinite(value):
-            self.fail("invalid")
-        return value
-
-
-class StrictUUIDField(serializers.UUIDField):
-    """A UUID given as a string. DRF's UUIDField also takes 42 or true as UUID(int=...)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str | uuid.UUID):
-            self.fail("invalid", value=data)
-        return super().to_internal_value(data)
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """JSON true or false. DRF's BooleanField also takes "yes", 1 or "off"."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            raise serializers.ValidationError("Must be true or false.")
-        return data
-
-
-class PastDateTimeField(serializers.DateTimeField):
-    """A time that has happened: a future one would rank a memory above any real recency."""
-
-    def to_internal_value(self, value):
-        moment = super().to_internal_value(value)
-        if moment > timezone.now():
-            raise serializers.ValidationError("Must not be in the future.")
-        return moment
-
-
-class AsOfField(serializers.DateTimeField):
-    """A day (YYYY-MM-DD: its end, UTC) or a moment (ISO 8601) to recall as of."""
-
-    default_error_messages = {
-        "invalid": "Expected a date (YYYY-MM-DD) or an ISO 8601 date and time "
-        "(YYYY-MM-DDThh:mm[:ss][+HH:MM|Z])."
-    }
-
-    def to_internal_value(self, value):
-        if isinstance(value, str) and len(value) == 10:
-            try:
-                day = datetime.date.fromisoformat(value)
-            except ValueError:
-                self.fail("invalid")
-            return datetime.datetime.combine(day, datetime.time.max, tzinfo=datetime.UTC)
-        return super().to_internal_value(value)
-
-
-def as_of_field() -> AsOfField:
-    return AsOfField(
-        required=False,
-        help_text=(
-            "Recall what was current then: a date (YYYY-MM-DD, as of its end, UTC) or an ISO "
-            "8601 date and time. Memories superseded since are included, later ones left out."
-        ),
-    )
-
-
-class ScopeField(serializers.ChoiceField):
-    def __init__(self, **kwargs):
-        super().__init__(choices=SCOPE_INPUT_CHOICES, **kwargs)
-
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        return scope_named(value)
-
-
-class OwnedRelatedField(serializers.PrimaryKeyRelatedField):
-    """A UUID naming a row the requesting user owns; others' rows are "does not exist"."""
-
-    def __init__(self, *, owner_field: str, **kwargs):
-        self.owner_field = owner_field
-        kwargs.setdefault("pk_field", StrictUUIDField())
-        super().__init__(**kwargs)
-
-    def get_queryset(self):
-        return super().get_queryset().filter(**{self.owner_field: self.context["request"].user})
-
-
-def project_ref() -> OwnedRelatedField:
-    """Optional `project_id`: one of the caller's own managed projects."""
-    return OwnedRelatedField(
-        owner_field="owner",
-        queryset=Project.objects.all(),
-        source="project",
-        required=False,
-        allow_null=True,
-    )
-
-
-def topic_ref() -> OwnedRelatedField:
-    """Optional `topic_id`: one of the caller's own topics."""
-    return OwnedRelatedField(
-        owner_field="user",
-        queryset=Topic.objects.all(),
-        source="topic",
-        required=False,
-        allow_null=True,
-    )
-
-
-def work_session_ref() -> OwnedRelatedField:
-    """Optional `work_session_id`: one of the caller's own work sessions."""
-    return OwnedRelatedField(
-        owner_field="user",
-        queryset=WorkSession.objects.all(),
-        source="work_session",
-        required=False,
-        allow_null=True,
-    )
-
-
-def persona_ref() -> serializers.PrimaryKeyRelatedField:
-    """Optional `persona_id`: any persona (every user may talk to any persona)."""
-    return serializers.PrimaryKeyRelatedField(
-        queryset=Persona.objects.all(),
-        pk_field=StrictUUIDField(),
-        source="persona",
-        required=False,
-        allow_null=True,
-    )
-
-
-def trimmed_char(max_length: int, **kwargs) -> serializers.CharField:
-    return serializers.CharField(max_length=max_length, trim_whitespace=True, **kwargs)
-
-
-def external_user_id(memory: Memory, request) -> str | None:
-    """The product's id for the user a memory is about. Recall reads memories without their
-    user, and almost all of them are the caller's: the caller's own id needs no query."""
-    if memory.user_id is None:
-        return None
-    user = getattr(request, "user", None)
-    if user is not None and user.id == memory.user_id:
-        return user.external_id
-    owner = memory.user  # not None: memory.user_id is set
-    return owner.external_id if owner is not None else None
 
 
 class MemorySerializer(serializers.ModelSerializer):
@@ -420,97 +255,6 @@ class RevisionSerializer(serializers.ModelSerializer):
         model = MemoryRevision
         fields = ["id", "memory_id", "action", "actor_id", "before", "after", "note", "created_at"]
         read_only_fields = fields
-
-
-class PersonaSerializer(StrictInputMixin, serializers.ModelSerializer):
-    tolerated_fields = ("id", "created_at")
-    name = trimmed_char(200)
-
-    class Meta:
-        model = Persona
-        fields = ["id", "name", "memory_enabled", "created_at"]
-        read_only_fields = ["id", "created_at"]
-
-
-class ProjectSerializer(StrictInputMixin, serializers.ModelSerializer):
-    name = trimmed_char(200)
-
-    class Meta:
-        model = Project
-        fields = ["id", "name", "created_at"]
-        read_only_fields = ["id", "created_at"]
-
-
-class TopicSerializer(StrictInputMixin, serializers.ModelSerializer):
-    title = trimmed_char(200, allow_blank=True, required=False, default="")
-    persona_id = persona_ref()
-    project_id = project_ref()
-    channel_id = StrictUUIDField(required=False, allow_null=True)
-
-    class Meta:
-        model = Topic
-        fields = ["id", "title", "persona_id", "project_id", "channel_id", "created_at"]
-        read_only_fields = ["id", "created_at"]
-
-
-class MessageSerializer(StrictInputMixin, serializers.ModelSerializer):
-    role = serializers.ChoiceField(choices=MessageRole.choices)
-    content = serializers.CharField(
-        max_length=settings.MESSAGE_CONTENT_MAX_LENGTH, trim_whitespace=False
-    )
-
-    class Meta:
-        model: type[Message] | type[WorkSessionMessage] = Message
-        fields = ["id", "role", "content", "created_at"]
-        read_only_fields = ["id", "created_at"]
-
-    def validate_content(self, value: str) -> str:
-        if not value.strip():
-            raise serializers.ValidationError("This field may not be blank.")
-        return value
-
-
-class WorkSessionMessageSerializer(MessageSerializer):
-    class Meta(MessageSerializer.Meta):
-        model = WorkSessionMessage
-
-
-class MessageBatchSerializer(StrictInputMixin, serializers.Serializer):
-    """{"messages": [{role, content}, ...]}: each item validated as one posted message, all or
-    nothing; errors are keyed `messages[i].field`."""
-
-    item_serializer = MessageSerializer
-
-    messages = serializers.ListField(
-        child=serializers.JSONField(),
-        allow_empty=False,
-        max_length=settings.BATCH_MAX_ITEMS,
-        help_text=f"1 to {settings.BATCH_MAX_ITEMS} messages ({{role, content}}), in order.",
-    )
-
-    def validate(self, attrs):
-        return validated_items(attrs, "messages", self.item_serializer, self.context)
-
-
-class WorkSessionMessageBatchSerializer(MessageBatchSerializer):
-    item_serializer = WorkSessionMessageSerializer
-
-
-class ExtractionStartedSerializer(serializers.Serializer):
-    """The extraction a batch of messages started (or found on its way), as the
-    MESSAGE_POSTED_HOOKS hook reported it."""
-
-    task_id = serializers.CharField(help_text="Follow it at GET /api/extraction-runs/{task_id}.")
-    status = serializers.CharField(help_text="queued, or in process already its outcome.")
-
-
-class WorkSessionSerializer(StrictInputMixin, serializers.ModelSerializer):
-    project_id = project_ref()
-
-    class Meta:
-        model = WorkSession
-        fields = ["id", "project_id", "created_at"]
-        read_only_fields = ["id", "created_at"]
 
 
 class TokenRequestSerializer(StrictInputMixin, serializers.Serializer):

@@ -22,6 +22,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories import saving, selectors, services, tools
+from memories.api.carrier_serializers import (
+    ExtractionStartedSerializer,
+    MessageBatchSerializer,
+    MessageSerializer,
+    PersonaSerializer,
+    ProjectSerializer,
+    TopicSerializer,
+    WorkSessionMessageBatchSerializer,
+    WorkSessionMessageSerializer,
+    WorkSessionSerializer,
+)
 from memories.api.filters import MemoryFilter
 from memories.api.permissions import KeyHasScope
 from memories.api.schema import tool_arguments_schema
@@ -31,16 +42,11 @@ from memories.api.serializers import (
     ContextRequestSerializer,
     ContextResponseSerializer,
     CountSerializer,
-    ExtractionStartedSerializer,
     ForgottenSerializer,
     MemoryBatchCreateSerializer,
     MemoryCreateSerializer,
     MemorySerializer,
     MemoryUpdateSerializer,
-    MessageBatchSerializer,
-    MessageSerializer,
-    PersonaSerializer,
-    ProjectSerializer,
     RecallContextSerializer,
     RecallResultSerializer,
     RecallResultsSerializer,
@@ -52,10 +58,6 @@ from memories.api.serializers import (
     TokenRequestSerializer,
     TokenSerializer,
     ToolListSerializer,
-    TopicSerializer,
-    WorkSessionMessageBatchSerializer,
-    WorkSessionMessageSerializer,
-    WorkSessionSerializer,
 )
 from memories.errors import InvalidInput, NotFound
 from memories.models import (
