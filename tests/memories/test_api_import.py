@@ -12,7 +12,7 @@ from django.utils.dateparse import parse_datetime
 from memories import services
 from memories.embedders import embed_one
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Scope, Status
-from memories.portability import importing
+from memories.portability import import_lines, importing
 from memories.recall.vector_store import get_vector_store, partition_of
 from tests.conftest import client_for, key_client, make_user, new_key
 from tests.memories.helpers import (
@@ -573,7 +573,7 @@ def test_every_bad_field_of_a_line_is_named(api):
 
 
 def test_errors_past_the_listed_maximum_are_counted_in_one_entry(api, monkeypatch):
-    monkeypatch.setattr(importing, "MAX_LISTED_ERRORS", 2)
+    monkeypatch.setattr(import_lines, "MAX_LISTED_ERRORS", 2)
 
     response = import_ok(api, ["{bad"] * 5 + [{"key": "k", "value": "v"}])
 
