@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from extraction import runs, selectors
 from extraction.models import ExtractionRun, RunStatus, SourceKind
 from memories import selectors as memory_selectors
-from memories.api.views import parse_uuid
+from memories.api.inputs import parse_uuid
 from memories.models import ApiKeyScope
 
 

@@ -11,9 +11,9 @@ from rest_framework.response import Response
 
 from memories import consolidation
 from memories.api.fields import StrictInputMixin, trimmed_char
+from memories.api.inputs import parse_uuid, validated
 from memories.api.permissions import KeyHasScope
 from memories.api.serializers import MemorySerializer
-from memories.api.views import parse_uuid, validated
 from memories.models import (
     ApiKeyScope,
     ConsolidationProposal,

@@ -27,9 +27,9 @@ from memories.api.fields import (
     UnitFloatField,
     trimmed_char,
 )
+from memories.api.inputs import parse_uuid, validated
 from memories.api.parsers import holds_lone_surrogate
 from memories.api.serializers import MemorySerializer
-from memories.api.views import parse_uuid, validated
 from memories.carriers import carrier_errors
 from memories.errors import ServiceError
 from memories.models import Scope, Source, Status

@@ -1,7 +1,7 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from memories.api import consolidation, portability, users, views
+from memories.api import carrier_views, consolidation, portability, users, views
 
 # Paths have no trailing slash: clients use them exactly as the README lists them.
 router = SimpleRouter(trailing_slash=False)
@@ -12,10 +12,10 @@ router.register(
     consolidation.ConsolidationProposalViewSet,
     basename="consolidation-proposal",
 )
-router.register("topics", views.TopicViewSet, basename="topic")
-router.register("work-sessions", views.WorkSessionViewSet, basename="work-session")
-router.register("projects", views.ProjectViewSet, basename="project")
-router.register("personas", views.PersonaViewSet, basename="persona")
+router.register("topics", carrier_views.TopicViewSet, basename="topic")
+router.register("work-sessions", carrier_views.WorkSessionViewSet, basename="work-session")
+router.register("projects", carrier_views.ProjectViewSet, basename="project")
+router.register("personas", carrier_views.PersonaViewSet, basename="persona")
 router.register("users", users.UserViewSet, basename="user")
 
 urlpatterns = [

@@ -9,8 +9,8 @@ from rest_framework.views import APIView
 
 from memories import accounts
 from memories.api.fields import StrictInputMixin
+from memories.api.inputs import parse_uuid, validated
 from memories.api.permissions import KeyHasScope
-from memories.api.views import parse_uuid, validated
 from memories.api_keys import validate_external_id
 from memories.errors import InvalidInput
 from memories.models import ApiKeyScope, User

@@ -1,8 +1,6 @@
 """The REST contract, as the README lists it. Each view validates, calls one service or
 selector, and serialises; errors are raised and shaped by memories.api.errors."""
 
-from uuid import UUID
-
 from django.conf import settings
 from django.contrib.auth import authenticate
 from drf_spectacular.utils import (
@@ -12,28 +10,16 @@ from drf_spectacular.utils import (
     extend_schema,
     inline_serializer,
 )
-from rest_framework import mixins, status, viewsets
+from rest_framework import status, viewsets
 from rest_framework.authtoken.models import Token
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotAuthenticated
-from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAdminUser, IsAuthenticated
-from rest_framework.request import Request
+from rest_framework.permissions import AllowAny, IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memories import saving, selectors, services, tools
-from memories.api.carrier_serializers import (
-    ExtractionStartedSerializer,
-    MessageBatchSerializer,
-    MessageSerializer,
-    PersonaSerializer,
-    ProjectSerializer,
-    TopicSerializer,
-    WorkSessionMessageBatchSerializer,
-    WorkSessionMessageSerializer,
-    WorkSessionSerializer,
-)
 from memories.api.filters import MemoryFilter
+from memories.api.inputs import caller, parse_uuid, validated
 from memories.api.permissions import KeyHasScope
 from memories.api.schema import tool_arguments_schema
 from memories.api.serializers import (
@@ -59,49 +45,17 @@ from memories.api.serializers import (
     TokenSerializer,
     ToolListSerializer,
 )
-from memories.errors import InvalidInput, NotFound
+from memories.errors import InvalidInput
 from memories.models import (
     ApiKeyScope,
     Memory,
-    Persona,
-    Project,
     RevisionAction,
-    Topic,
-    User,
-    WorkSession,
 )
 from memories.recall.hint import memory_hint
 from memories.recall.query import query_for_recall
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import recall_scopes
 from ops import timing
-
-
-def parse_uuid(raw: str, *, field: str = "id", what: str = "object") -> UUID:
-    """Path ids are UUIDs; anything else names no object (404 naming the field)."""
-    try:
-        return UUID(str(raw))
-    except ValueError:
-        raise NotFound(f"No {what} with id {raw!r}: ids are UUIDs.", field=field) from None
-
-
-def caller(request: Request) -> User:
-    """The authenticated user making the request. Views reach it only past IsAuthenticated
-    (or a key's user), so it is never AnonymousUser; should one slip through, 401."""
-    user = request.user
-    if not isinstance(user, User):
-        raise NotAuthenticated()
-    return user
-
-
-def validated(serializer_class, request, *, data=None, context=None, **kwargs) -> dict:
-    serializer = serializer_class(
-        data=request.data if data is None else data,
-        context={"request": request, **(context or {})},
-        **kwargs,
-    )
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 def scopes_for(request, data: dict):
@@ -330,173 +284,6 @@ class AdminMemoryViewSet(viewsets.GenericViewSet):
     @action(detail=False, methods=["post"], url_path="bulk-reject")
     def bulk_reject(self, request):
         return Response({"rejected": self._bulk_review(RevisionAction.REJECT)})
-
-
-class OwnedViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
-    """List and fetch the caller's own rows of `model` (owner field `owner_field`)."""
-
-    model: type[Project] | type[Topic] | type[WorkSession] | None = None
-    owner_field = "user"
-    lookup_value_regex = "[^/]+"
-
-    def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):  # the OpenAPI schema has no caller
-            return self.model.objects.none()
-        return self.model.objects.filter(**{self.owner_field: self.request.user}).order_by(
-            "-created_at"
-        )
-
-    def get_object(self):
-        object_id = parse_uuid(self.kwargs["pk"], what=self.model._meta.verbose_name)
-        found = self.get_queryset().filter(id=object_id).first()
-        if found is None:
-            raise NotFound(f"No {self.model._meta.verbose_name} with this id.", field="id")
-        return found
-
-    def retrieve(self, request, pk=None):
-        return Response(self.get_serializer(self.get_object()).data)
-
-
-class ProjectViewSet(OwnedViewSet):
-    model = Project
-    owner_field = "owner"
-    serializer_class = ProjectSerializer
-
-    def create(self, request):
-        data = validated(ProjectSerializer, request)
-        project = services.project_create(owner=request.user, **data)
-        return Response(ProjectSerializer(project).data, status=status.HTTP_201_CREATED)
-
-
-class MessagesMixin:
-    """GET/POST {id}/messages for topics and work sessions. POST takes one message, or
-    {"messages": [...]} to append many at once (answered with the extraction they started)."""
-
-    message_serializer = MessageSerializer
-    message_batch_serializer = MessageBatchSerializer
-
-    def _messages(self, request, parent, append_messages):
-        if request.method == "POST":
-            if isinstance(request.data, dict) and "messages" in request.data:
-                items = validated(self.message_batch_serializer, request)["messages"]
-                posted = append_messages(parent, items)
-                data = self.message_serializer(posted.messages, many=True).data
-                return Response(
-                    {"data": data, "extraction": posted.extraction}, status=status.HTTP_201_CREATED
-                )
-            data = validated(self.message_serializer, request)
-            [message] = append_messages(parent, [data]).messages
-            return Response(self.message_serializer(message).data, status=status.HTTP_201_CREATED)
-        page = self.paginate_queryset(parent.messages.order_by("id"))
-        return self.get_paginated_response(self.message_serializer(page, many=True).data)
-
-
-def messages_post_schema(message_serializer, batch_serializer) -> dict:
-    """POST {id}/messages: one message in and out, or {"messages": [...]} in and
-    {"data", "extraction"} out."""
-    name = message_serializer.__name__.removesuffix("Serializer")
-    return {
-        "methods": ["POST"],
-        "request": PolymorphicProxySerializer(
-            component_name=f"{name}Post",
-            serializers=[message_serializer, batch_serializer],
-            resource_type_field_name=None,
-        ),
-        "responses": {
-            201: PolymorphicProxySerializer(
-                component_name=f"{name}Posted",
-                serializers=[
-                    message_serializer,
-                    inline_serializer(
-                        f"{name}BatchPosted",
-                        {
-                            "data": message_serializer(many=True),
-                            "extraction": ExtractionStartedSerializer(allow_null=True),
-                        },
-                    ),
-                ],
-                resource_type_field_name=None,
-            )
-        },
-    }
-
-
-class TopicViewSet(MessagesMixin, OwnedViewSet):
-    model = Topic
-    serializer_class = TopicSerializer
-
-    def create(self, request):
-        data = validated(TopicSerializer, request)
-        topic = services.topic_create(user=request.user, **data)
-        return Response(TopicSerializer(topic).data, status=status.HTTP_201_CREATED)
-
-    @extend_schema(methods=["GET"], responses=MessageSerializer(many=True))
-    @extend_schema(**messages_post_schema(MessageSerializer, MessageBatchSerializer))
-    @action(detail=True, methods=["get", "post"], serializer_class=MessageSerializer)
-    def messages(self, request, pk=None):
-        return self._messages(
-            request,
-            self.get_object(),
-            lambda topic, items: services.message_create_batch(topic=topic, items=items),
-        )
-
-
-class WorkSessionViewSet(MessagesMixin, OwnedViewSet):
-    model = WorkSession
-    serializer_class = WorkSessionSerializer
-    message_serializer = WorkSessionMessageSerializer
-    message_batch_serializer = WorkSessionMessageBatchSerializer
-
-    def create(self, request):
-        data = validated(WorkSessionSerializer, request)
-        session = services.work_session_create(user=request.user, **data)
-        return Response(WorkSessionSerializer(session).data, status=status.HTTP_201_CREATED)
-
-    @extend_schema(methods=["GET"], responses=WorkSessionMessageSerializer(many=True))
-    @extend_schema(
-        **messages_post_schema(WorkSessionMessageSerializer, WorkSessionMessageBatchSerializer)
-    )
-    @action(detail=True, methods=["get", "post"], serializer_class=WorkSessionMessageSerializer)
-    def messages(self, request, pk=None):
-        return self._messages(
-            request,
-            self.get_object(),
-            lambda session, items: services.work_session_message_create_batch(
-                session=session, items=items
-            ),
-        )
-
-
-class PersonaViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
-    """Every user may read personas; staff create and change them."""
-
-    serializer_class = PersonaSerializer
-    queryset = Persona.objects.order_by("name")
-    lookup_value_regex = "[^/]+"
-    key_acts_as_itself = True
-
-    @property
-    def key_scope(self) -> str:
-        return ApiKeyScope.READ if self.request.method in SAFE_METHODS else ApiKeyScope.REVIEW
-
-    def get_object(self):
-        persona_id = parse_uuid(self.kwargs["pk"], what="persona")
-        return selectors.persona_get(persona_id=persona_id, field="id")
-
-    def retrieve(self, request, pk=None):
-        return Response(PersonaSerializer(self.get_object()).data)
-
-    def create(self, request):
-        data = validated(PersonaSerializer, request)
-        persona = services.persona_create(actor=request.user, **data)
-        return Response(PersonaSerializer(persona).data, status=status.HTTP_201_CREATED)
-
-    @extend_schema(request=PersonaSerializer, responses=PersonaSerializer)
-    def partial_update(self, request, pk=None):
-        persona = self.get_object()
-        data = validated(PersonaSerializer, request, partial=True)
-        persona = services.persona_update(actor=request.user, persona=persona, changes=data)
-        return Response(PersonaSerializer(persona).data)
 
 
 class ToolListView(APIView):
