@@ -578,4 +578,4 @@ if CONSOLIDATION_INTERVAL_SECONDS > 0:
 # that carried user messages (one message or a batch), after the write commits. A hook may
 # return the extraction it started as {"task_id", "status"} (the batch answer's `extraction`)
 # or None; one that raises is logged and fails nothing.
-MESSAGE_POSTED_HOOKS = ["extraction.services.message_posted"]
+MESSAGE_POSTED_HOOKS = ["extraction.triggers.message_posted"]

@@ -13,14 +13,12 @@ import functools
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Max, Q, Sum
-from django.db.models.functions import Coalesce, Length
+from django.db.models import Q
 from django.utils import timezone
 
 from extraction import llm, policy, runs
@@ -29,109 +27,23 @@ from extraction.models import ExtractionRun, ExtractionState, RunStatus, SourceK
 from extraction.parsing import Candidate, parse_candidates
 from extraction.prompt import EXTRACTABLE_ROLES, ShownMessage, build_messages, shown_messages
 from extraction.rules import extract_by_rules_cited
+from extraction.sources import ExtractionSource, extraction_enabled, source_activity
 from memories import services as memory_services
 from memories.embedders import get_embedder
 from memories.facts import normalise
 from memories.models import (
-    SCOPE_CARRIERS,
-    ConfigEntry,
     Memory,
-    Message,
     MessageRole,
-    Persona,
-    Project,
-    Scope,
-    Source,
     Status,
     Topic,
-    User,
     WorkSession,
-    WorkSessionMessage,
 )
 from memories.recall.vector_store import get_vector_store, partition_key
 
 if TYPE_CHECKING:
-    from django.db.models.fields.related_descriptors import RelatedManager
+    pass
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class ExtractionSource:
-    """A topic or a work session, seen the same way by the extraction steps."""
-
-    kind: str
-    id: uuid.UUID
-    user: User
-    # The source's messages (a topic's or a work session's related manager).
-    messages: "RelatedManager[Message] | RelatedManager[WorkSessionMessage]"
-    memory_source: str
-    topic: Topic | None = None
-    work_session: WorkSession | None = None
-    project: Project | None = None
-    persona: Persona | None = None
-    state_filter: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of_topic(cls, topic: Topic) -> "ExtractionSource":
-        return cls(
-            kind=SourceKind.TOPIC,
-            id=topic.id,
-            user=topic.user,
-            messages=topic.messages,
-            memory_source=Source.CONVERSATION,
-            topic=topic,
-            project=topic.project,
-            persona=topic.persona,
-            state_filter={"topic": topic},
-        )
-
-    @classmethod
-    def of_work_session(cls, session: WorkSession) -> "ExtractionSource":
-        return cls(
-            kind=SourceKind.WORK_SESSION,
-            id=session.id,
-            user=session.user,
-            messages=session.messages,
-            memory_source=Source.WORK,
-            work_session=session,
-            project=session.project,
-            state_filter={"work_session": session},
-        )
-
-    def carriers(self, scope: str) -> dict:
-        """Where a candidate of `scope` lands for this source: the nearest scope whose
-        carriers (SCOPE_CARRIERS) the source has (work sessions have no topic: session facts
-        belong to the project there), else the user's own. Never persona scope, which every
-        user of the persona reads."""
-        nearest_of: dict[str, tuple[str, ...]] = {
-            Scope.SESSION: (Scope.SESSION, Scope.PROJECT),
-            Scope.PROJECT: (Scope.PROJECT,),
-            Scope.PERSONA_USER: (Scope.PERSONA_USER,),
-        }
-        nearest = nearest_of.get(scope, ())
-        for candidate in nearest:
-            carriers = {name: getattr(self, name) for name in SCOPE_CARRIERS[candidate]}
-            if all(value is not None for value in carriers.values()):
-                return {"scope": candidate, **carriers}
-        return {"scope": Scope.USER, "user": self.user}
-
-
-def extraction_enabled() -> bool:
-    entry = ConfigEntry.objects.filter(key="memory_extraction_enabled").first()
-    return bool(entry.value) if entry else True
-
-
-def _activity(source: ExtractionSource, cursor: int) -> policy.Activity:
-    new_user = source.messages.filter(id__gt=cursor, role=MessageRole.USER).aggregate(
-        count=Count("id"), chars=Coalesce(Sum(Length("content")), 0)
-    )
-    last_at = source.messages.filter(id__gt=cursor).aggregate(at=Max("created_at"))["at"]
-    return policy.Activity(
-        new_user_messages=new_user["count"],
-        new_user_chars=new_user["chars"],
-        last_message_at=last_at,
-    )
 
 
 class _TakenOver(Exception):
@@ -191,7 +103,7 @@ def _skip_reason(source: ExtractionSource, cursor: int, automatic: bool) -> str 
         return "extraction is switched off (memory_extraction_enabled)"
     if source.persona is not None and not source.persona.memory_enabled:
         return "memory is switched off for this persona (memory_enabled)"
-    activity = _activity(source, cursor)
+    activity = source_activity(source, cursor)
     if source.kind == SourceKind.WORK_SESSION:
         decision = policy.work_session_decision(
             has_project=source.project is not None, new_user_messages=activity.new_user_messages
@@ -445,83 +357,3 @@ def _save_candidates(source, candidates, vectors, shown) -> dict:
         else:
             created += 1
     return {"created": created, "merged": merged, "skipped": skipped, "memory_ids": memory_ids}
-
-
-def queue_if_due(source: ExtractionSource, cursor: int) -> tuple[ExtractionRun, bool] | None:
-    """Queue the source's extraction when the trigger policy says it is due: its run, and
-    whether it is new (False: a fresh run of the source was on its way already and is
-    returned instead, see runs.run_queue). None when nothing is due. The task checks again:
-    this is only a cheap filter."""
-    activity = _activity(source, cursor)
-    if source.kind == SourceKind.TOPIC:
-        decision = policy.conversation_decision(activity, now=timezone.now())
-    else:
-        decision = policy.work_session_decision(
-            has_project=source.project is not None, new_user_messages=activity.new_user_messages
-        )
-    if not decision.extract:
-        return None
-    return runs.run_queue(kind=source.kind, source_id=source.id, user=source.user, automatic=True)
-
-
-def message_posted(*, kind: str, source_id: uuid.UUID) -> dict | None:
-    """Hook for newly committed user messages (settings.MESSAGE_POSTED_HOOKS), called once per
-    post however many messages it carried: queue the source's extraction if it is due.
-    Returns the run as {"task_id", "status"} (in process the task has run by then, so the
-    status is its outcome), or None when nothing is due. The run returned may be one that
-    was already on its way (runs.run_queue does not queue a source twice)."""
-    if not extraction_enabled():
-        return None
-    if kind == SourceKind.TOPIC:
-        topic = Topic.objects.select_related("user", "persona", "project").get(id=source_id)
-        if topic.persona is not None and not topic.persona.memory_enabled:
-            return None
-        source = ExtractionSource.of_topic(topic)
-    else:
-        source = ExtractionSource.of_work_session(
-            WorkSession.objects.select_related("user", "project").get(id=source_id)
-        )
-    state = ExtractionState.objects.filter(**source.state_filter).first()
-    queued = queue_if_due(source, state.last_message_id if state else 0)
-    if queued is None:
-        return None
-    run, _ = queued
-    return {"task_id": run.task_id, "status": run.status}
-
-
-def scan_extractions(*, limit: int = 500) -> dict:
-    """Find topics and work sessions with new activity and queue those whose extraction is
-    due. Returns how many of each were queued (a source whose run is still on its way is not
-    queued again, and not counted)."""
-    queued = {"topics": 0, "work_sessions": 0}
-    if not extraction_enabled():
-        return queued
-    # Only user messages make a source due; newest activity first, so a limited scan is not
-    # crowded out by sources that never become due.
-    newest = Max("messages__id", filter=Q(messages__role=MessageRole.USER))
-    cursor = Coalesce(Max("extractionstate__last_message_id"), 0)
-    topics = (
-        Topic.objects.annotate(newest=newest, cursor=cursor)
-        .filter(newest__gt=F("cursor"))
-        .exclude(persona__memory_enabled=False)
-        .order_by("-newest")
-        .select_related("persona", "project", "user")[:limit]
-    )
-    for topic in topics:
-        queued["topics"] += _is_new(queue_if_due(ExtractionSource.of_topic(topic), topic.cursor))
-    sessions = (
-        WorkSession.objects.filter(project__isnull=False)
-        .annotate(newest=newest, cursor=cursor)
-        .filter(newest__gt=F("cursor"))
-        .order_by("-newest")
-        .select_related("project", "user")[:limit]
-    )
-    for session in sessions:
-        queued["work_sessions"] += _is_new(
-            queue_if_due(ExtractionSource.of_work_session(session), session.cursor)
-        )
-    return queued
-
-
-def _is_new(queued: tuple[ExtractionRun, bool] | None) -> bool:
-    return queued is not None and queued[1]

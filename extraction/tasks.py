@@ -9,7 +9,7 @@ import logging
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from extraction import runs, services
+from extraction import runs, services, triggers
 
 logger = logging.getLogger(__name__)
 
@@ -81,4 +81,4 @@ def extract_work_session_task(self, session_id: str) -> dict:
 @shared_task(**RETRY)
 def scan_extractions_task() -> dict:
     """Queue extraction for every source with enough new activity (Celery beat)."""
-    return services.scan_extractions()
+    return triggers.scan_extractions()

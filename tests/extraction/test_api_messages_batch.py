@@ -254,8 +254,8 @@ def test_a_batch_for_a_persona_with_memory_off_starts_no_extraction(api, owner, 
 def test_a_hook_that_raises_is_logged_and_the_post_still_succeeds(api, owner, settings, caplog):
     # A misconfigured hook: a real function that takes no kind or source_id.
     settings.MESSAGE_POSTED_HOOKS = [
-        "extraction.services.extraction_enabled",
-        "extraction.services.message_posted",
+        "extraction.sources.extraction_enabled",
+        "extraction.triggers.message_posted",
     ]
     topic_id = new_topic(api)
 

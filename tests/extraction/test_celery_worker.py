@@ -12,8 +12,8 @@ import pytest
 from celery import Celery
 
 from extraction.models import RunStatus
-from extraction.services import scan_extractions
 from extraction.tasks import extract_topic_task
+from extraction.triggers import scan_extractions
 from memories.models import Memory, Source, Status
 from tests.celery_support import Worker, wait_for
 from tests.celery_support import broker_app as celery_broker_app

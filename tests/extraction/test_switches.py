@@ -4,7 +4,7 @@ memory_enabled. Either one off means no extraction, no model call, nothing queue
 import pytest
 
 from extraction.models import RunStatus
-from extraction.services import scan_extractions
+from extraction.triggers import scan_extractions
 from memories.models import ConfigEntry, Memory
 from tests.extraction.helpers import (
     accepted,

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from extraction.services import scan_extractions
+from extraction.triggers import scan_extractions
 
 
 class Command(BaseCommand):

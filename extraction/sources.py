@@ -1,0 +1,107 @@
+"""What extraction reads from: a topic or a work session seen the same way, whether
+extraction is on, and the activity since a source's cursor."""
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import Count, Max, Sum
+from django.db.models.functions import Coalesce, Length
+
+from extraction import policy
+from extraction.models import SourceKind
+from memories.models import (
+    SCOPE_CARRIERS,
+    ConfigEntry,
+    Message,
+    MessageRole,
+    Persona,
+    Project,
+    Scope,
+    Source,
+    Topic,
+    User,
+    WorkSession,
+    WorkSessionMessage,
+)
+
+if TYPE_CHECKING:
+    from django.db.models.fields.related_descriptors import RelatedManager
+
+
+@dataclass
+class ExtractionSource:
+    """A topic or a work session, seen the same way by the extraction steps."""
+
+    kind: str
+    id: uuid.UUID
+    user: User
+    # The source's messages (a topic's or a work session's related manager).
+    messages: "RelatedManager[Message] | RelatedManager[WorkSessionMessage]"
+    memory_source: str
+    topic: Topic | None = None
+    work_session: WorkSession | None = None
+    project: Project | None = None
+    persona: Persona | None = None
+    state_filter: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of_topic(cls, topic: Topic) -> "ExtractionSource":
+        return cls(
+            kind=SourceKind.TOPIC,
+            id=topic.id,
+            user=topic.user,
+            messages=topic.messages,
+            memory_source=Source.CONVERSATION,
+            topic=topic,
+            project=topic.project,
+            persona=topic.persona,
+            state_filter={"topic": topic},
+        )
+
+    @classmethod
+    def of_work_session(cls, session: WorkSession) -> "ExtractionSource":
+        return cls(
+            kind=SourceKind.WORK_SESSION,
+            id=session.id,
+            user=session.user,
+            messages=session.messages,
+            memory_source=Source.WORK,
+            work_session=session,
+            project=session.project,
+            state_filter={"work_session": session},
+        )
+
+    def carriers(self, scope: str) -> dict:
+        """Where a candidate of `scope` lands for this source: the nearest scope whose
+        carriers (SCOPE_CARRIERS) the source has (work sessions have no topic: session facts
+        belong to the project there), else the user's own. Never persona scope, which every
+        user of the persona reads."""
+        nearest_of: dict[str, tuple[str, ...]] = {
+            Scope.SESSION: (Scope.SESSION, Scope.PROJECT),
+            Scope.PROJECT: (Scope.PROJECT,),
+            Scope.PERSONA_USER: (Scope.PERSONA_USER,),
+        }
+        nearest = nearest_of.get(scope, ())
+        for candidate in nearest:
+            carriers = {name: getattr(self, name) for name in SCOPE_CARRIERS[candidate]}
+            if all(value is not None for value in carriers.values()):
+                return {"scope": candidate, **carriers}
+        return {"scope": Scope.USER, "user": self.user}
+
+
+def extraction_enabled() -> bool:
+    entry = ConfigEntry.objects.filter(key="memory_extraction_enabled").first()
+    return bool(entry.value) if entry else True
+
+
+def source_activity(source: ExtractionSource, cursor: int) -> policy.Activity:
+    new_user = source.messages.filter(id__gt=cursor, role=MessageRole.USER).aggregate(
+        count=Count("id"), chars=Coalesce(Sum(Length("content")), 0)
+    )
+    last_at = source.messages.filter(id__gt=cursor).aggregate(at=Max("created_at"))["at"]
+    return policy.Activity(
+        new_user_messages=new_user["count"],
+        new_user_chars=new_user["chars"],
+        last_message_at=last_at,
+    )
