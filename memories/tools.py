@@ -23,18 +23,9 @@ from rest_framework import serializers
 from rest_framework.utils.encoders import JSONEncoder
 
 from memories import saving, selectors, services
-from memories.api.fields import (
-    AsOfField,
-    StrictBooleanField,
-    StrictInputMixin,
-    StrictUUIDField,
-    UnitFloatField,
-    trimmed_char,
-)
 from memories.api.parsers import LONE_SURROGATE, holds_lone_surrogate
 from memories.api.serializers import MemorySerializer, RecallResultSerializer
 from memories.api_keys import Principal
-from memories.carriers import SCOPE_ALIASES, scope_named
 from memories.errors import Forbidden, InvalidInput, NotFound
 from memories.models import (
     SCOPE_CARRIERS,
@@ -50,6 +41,14 @@ from memories.recall.hint import memory_hint
 from memories.recall.query import query_for_recall
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import RecallScope, recall_scopes
+from memories.tool_arguments import (
+    CONTEXT_QUERY_MAX_LENGTH,
+    RECALL_QUERY_MAX_LENGTH,
+    MemoryContextArguments,
+    MemoryForgetArguments,
+    MemoryRecallArguments,
+    MemorySaveArguments,
+)
 
 # How a call names the carrier a memory_save scope needs.
 CONTEXT_FOR_CARRIER = {
@@ -62,10 +61,6 @@ CONTEXT_FOR_CARRIER = {
         "--topic-id for MCP on stdio)"
     ),
 }
-RECALL_QUERY_MAX_LENGTH = 1000
-# A context query may be a whole message: products pass the user's message as it is, and
-# recall reads its end (memories/recall/query.py).
-CONTEXT_QUERY_MAX_LENGTH = settings.MESSAGE_CONTENT_MAX_LENGTH
 
 
 @dataclass(frozen=True)
@@ -124,77 +119,6 @@ class Tool:
                 "strict": True,
             },
         }
-
-
-# --- Argument validation -----------------------------------------------------------------------
-
-
-PLAIN_VALUE_EXPECTED = "Expected a string, number, boolean or null, not a list or object."
-# Argument fields that take a list or an object.
-STRUCTURED_FIELDS = (
-    serializers.ListField,
-    serializers.DictField,
-    serializers.JSONField,
-    serializers.BaseSerializer,
-)
-
-
-class ToolArguments(StrictInputMixin, serializers.Serializer):
-    """A tool's arguments as a model produced them. Unknown names are refused; null for an
-    optional argument means its default, since strict function calling always sends every
-    argument and null where the model has nothing to say."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            # A list or object where a plain value belongs is refused before any field sees
-            # it: DRF's fields would str() it (ChoiceField, IntegerField), which recurses as
-            # deep as it is nested, and JSON nested nearly to the parser's limit then
-            # overflows the stack (a 500).
-            nested = {
-                name: [PLAIN_VALUE_EXPECTED]
-                for name, value in data.items()
-                if isinstance(value, list | dict)
-                and name in self.fields
-                and not isinstance(self.fields[name], STRUCTURED_FIELDS)
-            }
-            if nested:
-                raise serializers.ValidationError(nested)
-            data = {
-                name: value
-                for name, value in data.items()
-                if value is not None or name not in self.fields or self.fields[name].required
-            }
-        return super().to_internal_value(data)
-
-
-class MemorySaveArguments(ToolArguments):
-    key = trimmed_char(settings.MEMORY_KEY_MAX_LENGTH)
-    value = trimmed_char(settings.MEMORY_VALUE_MAX_LENGTH)
-    confidence = UnitFloatField()
-    category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, default="")
-    importance = UnitFloatField(default=0.5)
-    scope = serializers.ChoiceField(
-        choices=[Scope.USER, Scope.PROJECT, Scope.PERSONA_USER, *SCOPE_ALIASES], default="user"
-    )
-    replace = StrictBooleanField(default=True)
-
-    def validate_scope(self, value):
-        return scope_named(value)
-
-
-class MemoryRecallArguments(ToolArguments):
-    query = serializers.CharField(max_length=RECALL_QUERY_MAX_LENGTH)
-    top_k = serializers.IntegerField(min_value=1, max_value=50, default=settings.RECALL_HINT_TOP_K)
-    as_of = AsOfField(required=False)
-
-
-class MemoryContextArguments(ToolArguments):
-    query = serializers.CharField(max_length=CONTEXT_QUERY_MAX_LENGTH)
-    top_k = serializers.IntegerField(min_value=1, max_value=20, default=settings.RECALL_HINT_TOP_K)
-
-
-class MemoryForgetArguments(ToolArguments):
-    memory_id = StrictUUIDField()
 
 
 # --- Services ----------------------------------------------------------------------------------
