@@ -15,7 +15,7 @@ IMPLEMENTATIONS = (
 )
 ALLOWED = {
     # The model's vector column is pgvector's field type.
-    "memories/models.py",
+    "memories/models/memory.py",
     # The database backend loads the sqlite-vec extension into each new connection.
     "memories/sqlite_backend/base.py",
 }
