@@ -2,28 +2,38 @@
 calls the model provider. Timeouts, rate limits, server errors and malformed answers are
 retried with exponential backoff, then reported as ExtractionFailed."""
 
+from __future__ import annotations
+
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-import openai
 from django.conf import settings
-from openai.types.chat import ChatCompletionMessageParam
 
 from extraction.parsing import MalformedOutput, find_json_object
 from ops.metrics import observe_model_call
 
+if TYPE_CHECKING:
+    # The SDK (some 20 MB) is imported when the model is first called, not in every process
+    # that imports extraction (web workers register the extraction tasks at start-up).
+    import openai
+    from openai.types.chat import ChatCompletionMessageParam
+
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-RETRYABLE = (
-    openai.APITimeoutError,
-    openai.APIConnectionError,
-    openai.RateLimitError,
-    openai.InternalServerError,
-    MalformedOutput,
-)
+
+def _retryable() -> tuple[type[Exception], ...]:
+    import openai
+
+    return (
+        openai.APITimeoutError,
+        openai.APIConnectionError,
+        openai.RateLimitError,
+        openai.InternalServerError,
+        MalformedOutput,
+    )
 
 
 class ExtractionFailed(Exception):
@@ -57,6 +67,9 @@ def complete_json(
     """`parse` applied to the JSON object the model answers to `messages`, and how many
     attempts it took. `parse` raising MalformedOutput counts as a malformed answer (retried).
     Raises ExtractionFailed."""
+    import openai
+
+    retryable = _retryable()
     client = openai.OpenAI(
         base_url=settings.LLM_BASE_URL,
         api_key=settings.LLM_API_KEY or "unused",
@@ -72,7 +85,7 @@ def complete_json(
             # The answer holds what the conversation said about the user: DEBUG only.
             logger.debug("utility model answer, attempt %d: %s", attempt, content)
             return parse(find_json_object(content or "")), attempt
-        except RETRYABLE as exc:
+        except retryable as exc:
             last_error = f"{type(exc).__name__}: {exc}"[:300]
             logger.warning("utility model attempt %d/%d failed: %s", attempt, attempts, last_error)
         except openai.OpenAIError as exc:

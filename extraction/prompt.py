@@ -4,13 +4,17 @@ Each message shown carries a number ([1], [2], ...), which the model cites as a 
 `evidence`; `shown_messages` is the one list both the prompt and the reading of the answer
 number from."""
 
+from __future__ import annotations
+
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-from openai.types.chat import ChatCompletionMessageParam
+from typing import TYPE_CHECKING
 
 from memories.recall.hint import CLOSE, OPEN
+
+if TYPE_CHECKING:  # the SDK is imported when the model is called (extraction/llm.py)
+    from openai.types.chat import ChatCompletionMessageParam
 
 EXTRACTABLE_ROLES = ("user", "assistant")
 _HINT_BLOCK = re.compile(re.escape(OPEN) + r".*?" + re.escape(CLOSE), re.DOTALL)

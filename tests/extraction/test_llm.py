@@ -2,6 +2,10 @@
 recorded as failed runs, and answers wrapped in prose, code fences or reasoning blocks."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +184,30 @@ def test_complete_json_raises_extraction_failed_after_the_last_attempt(llm, sett
 
     assert failed.value.attempts == settings.EXTRACTION_LLM_ATTEMPTS
     assert len(llm.chat_requests()) == settings.EXTRACTION_LLM_ATTEMPTS
+
+
+def test_a_process_that_serves_the_api_does_not_import_the_model_sdk_until_it_calls_it():
+    """The extraction tasks are registered in every process (the app's ready()), and they
+    reach this module: the openai SDK (~20 MB a process) must wait for the first call."""
+    script = (
+        "import sys, django; django.setup();"
+        "from django.urls import get_resolver; get_resolver().url_patterns;"
+        "import extraction.tasks;"
+        "print('openai' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).resolve().parents[2],
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "SECRET_KEY": "x",
+            "EMBEDDER": "local",
+            "DATABASE_URL": "sqlite:////tmp/never-opened.sqlite3",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
