@@ -36,13 +36,17 @@ def _flatten(detail, prefix: str = "") -> dict[str, list[str]]:
     return {prefix or "non_field_errors": [str(detail)]}
 
 
+INCOMPLETE_BODY = "The request body ended before it was complete."
+
+
 def exception_handler(exc, context):
     exc = getattr(exc, "service_error", exc)
     if isinstance(exc, ServiceError):
         return Response(error_body(exc.code, exc.detail, exc.fields), status=exc.status_code)
     if isinstance(exc, UnreadablePostError):  # the client stopped sending the body
-        detail = "The request body ended before it was complete."
-        return Response(error_body("incomplete_body", detail, {"body": [detail]}), status=400)
+        return Response(
+            error_body("incomplete_body", INCOMPLETE_BODY, {"body": [INCOMPLETE_BODY]}), status=400
+        )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.http import JsonResponse
 
-from memories.api.errors import error_body
+from memories.api.errors import INCOMPLETE_BODY, error_body
 
 logger = logging.getLogger(__name__)
 # Where Django itself logs a disallowed Host, so existing log filters keep working.
@@ -24,9 +24,12 @@ _CODES = {
 }
 
 
+def _body_error(code: str, detail: str, status: int) -> JsonResponse:
+    return JsonResponse(error_body(code, detail, {"body": [detail]}), status=status)
+
+
 def _too_large(limit: int) -> JsonResponse:
-    detail = f"The request body is larger than {limit} bytes."
-    return JsonResponse(error_body("request_too_large", detail, {"body": [detail]}), status=413)
+    return _body_error("request_too_large", f"The request body is larger than {limit} bytes.", 413)
 
 
 def _is_chunked(request) -> bool:
@@ -41,12 +44,11 @@ def _read_chunked(request, *, limit: int) -> JsonResponse | None:
     client hears to send a Content-Length (411)."""
     if not request.META.get("wsgi.input_terminated"):
         detail = "Send the body with a Content-Length; this server cannot read it chunked."
-        return JsonResponse(error_body("length_required", detail, {"body": [detail]}), status=411)
+        return _body_error("length_required", detail, 411)
     try:
         body = request.META["wsgi.input"].read(limit + 1)
     except OSError:  # the client stopped sending (gunicorn: NoMoreData)
-        detail = "The request body ended before it was complete."
-        return JsonResponse(error_body("incomplete_body", detail, {"body": [detail]}), status=400)
+        return _body_error("incomplete_body", INCOMPLETE_BODY, 400)
     if len(body) > limit:
         return _too_large(limit)
     request._stream = io.BytesIO(body)
