@@ -32,13 +32,14 @@ from memories import services as memory_services
 from memories.embedders import get_embedder
 from memories.facts import normalise
 from memories.models import (
+    CarrierIds,
     Memory,
     MessageRole,
     Status,
     Topic,
     WorkSession,
 )
-from memories.recall.vector_store import get_vector_store, partition_key
+from memories.recall.vector_store import get_vector_store
 
 if TYPE_CHECKING:
     pass
@@ -245,13 +246,7 @@ def _comparable(carriers: dict, candidate: Candidate, vector, same_text: dict) -
     normalised value and key) and the nearest by vector."""
     similarity = {}
     if vector is not None:
-        partition = partition_key(
-            scope=carriers["scope"],
-            user_id=getattr(carriers.get("user"), "id", None),
-            persona_id=getattr(carriers.get("persona"), "id", None),
-            project_id=getattr(carriers.get("project"), "id", None),
-            topic_id=getattr(carriers.get("topic"), "id", None),
-        )
+        partition = CarrierIds.of(**carriers).partition
         store = get_vector_store()
         for status in (Status.ACTIVE, Status.PENDING_REVIEW):
             for hit in store.nearest(vector=vector, partitions=[partition], k=5, status=status):
@@ -267,11 +262,7 @@ def _scope_texts(carriers: dict) -> dict:
     key. One query per scope and run: normalising happens in Python, so it is the same
     function on both databases."""
     rows = Memory.objects.filter(
-        scope=carriers["scope"],
-        user=carriers.get("user"),
-        project=carriers.get("project"),
-        topic=carriers.get("topic"),
-        persona=carriers.get("persona"),
+        CarrierIds.of(**carriers).condition,
         deleted_at__isnull=True,
         status__in=[Status.ACTIVE, Status.PENDING_REVIEW],
     ).values_list("id", "key", "value")
@@ -318,7 +309,7 @@ def _save_candidates(source, candidates, vectors, shown) -> dict:
     texts_by_scope: dict = {}
     for candidate, vector in zip(candidates, vectors, strict=True):
         carriers = source.carriers(candidate.scope)
-        scope_key = tuple(sorted((name, getattr(v, "id", v)) for name, v in carriers.items()))
+        scope_key = CarrierIds.of(**carriers)
         if scope_key not in texts_by_scope:
             texts_by_scope[scope_key] = _scope_texts(carriers)
         texts = texts_by_scope[scope_key]

@@ -10,14 +10,15 @@ from django.db.models.functions import Coalesce, Length
 
 from extraction import policy
 from extraction.models import SourceKind
+from memories.carriers import scope_in_context
 from memories.models import (
+    CARRIERS,
     SCOPE_CARRIERS,
     ConfigEntry,
     Message,
     MessageRole,
     Persona,
     Project,
-    Scope,
     Source,
     Topic,
     User,
@@ -73,21 +74,11 @@ class ExtractionSource:
         )
 
     def carriers(self, scope: str) -> dict:
-        """Where a candidate of `scope` lands for this source: the nearest scope whose
-        carriers (SCOPE_CARRIERS) the source has (work sessions have no topic: session facts
-        belong to the project there), else the user's own. Never persona scope, which every
-        user of the persona reads."""
-        nearest_of: dict[str, tuple[str, ...]] = {
-            Scope.SESSION: (Scope.SESSION, Scope.PROJECT),
-            Scope.PROJECT: (Scope.PROJECT,),
-            Scope.PERSONA_USER: (Scope.PERSONA_USER,),
-        }
-        nearest = nearest_of.get(scope, ())
-        for candidate in nearest:
-            carriers = {name: getattr(self, name) for name in SCOPE_CARRIERS[candidate]}
-            if all(value is not None for value in carriers.values()):
-                return {"scope": candidate, **carriers}
-        return {"scope": Scope.USER, "user": self.user}
+        """Where a candidate of `scope` lands for this source (memories.carriers'
+        scope_in_context), with that scope's carrier objects by name."""
+        present = [name for name in CARRIERS if getattr(self, name, None) is not None]
+        landing = scope_in_context(scope, present=present)
+        return {"scope": landing, **{name: getattr(self, name) for name in SCOPE_CARRIERS[landing]}}
 
 
 def extraction_enabled() -> bool:

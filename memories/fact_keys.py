@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from memories.facts import normalise
-from memories.models import Memory, Status
+from memories.models import CarrierIds, Memory, Status
 
 
 class FactGroup(NamedTuple):
@@ -23,16 +23,13 @@ class FactGroup(NamedTuple):
     topic_id: UUID | None
     key_normalised: str
 
+    @property
+    def carriers(self) -> CarrierIds:
+        return CarrierIds(*self[:5])
+
 
 def fact_group(memory: Memory) -> FactGroup:
-    return FactGroup(
-        memory.scope,
-        memory.user_id,
-        memory.persona_id,
-        memory.project_id,
-        memory.topic_id,
-        normalise(memory.key),
-    )
+    return FactGroup(*memory.carrier_ids(), normalise(memory.key))
 
 
 def lock_fact_keys(groups: Iterable[FactGroup]) -> None:
@@ -59,23 +56,15 @@ def lock_fact_keys(groups: Iterable[FactGroup]) -> None:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
-def current_in_scope(scope: str, user_id, persona_id, project_id, topic_id) -> QuerySet[Memory]:
+def current_in_scope(carriers: CarrierIds) -> QuerySet[Memory]:
     """The current (active, live) memories of one scope and its carriers."""
-    return Memory.objects.filter(
-        scope=scope,
-        user_id=user_id,
-        persona_id=persona_id,
-        project_id=project_id,
-        topic_id=topic_id,
-        status=Status.ACTIVE,
-        deleted_at__isnull=True,
-    )
+    return Memory.objects.filter(carriers.condition, status=Status.ACTIVE, deleted_at__isnull=True)
 
 
 def current_holders(group: FactGroup) -> QuerySet[Memory]:
     """The current memories holding the group's key, oldest first."""
     return (
-        current_in_scope(*group[:5])
+        current_in_scope(group.carriers)
         .filter(key_normalised=group.key_normalised)
         .order_by("created_at", "id")
     )

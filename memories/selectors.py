@@ -5,6 +5,7 @@ from uuid import UUID
 from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 
+from memories.carriers import owned_carriers
 from memories.errors import NotFound
 from memories.models import (
     Memory,
@@ -75,7 +76,7 @@ def pending_memories(*, actor: User | None = None) -> QuerySet[Memory]:
 
 
 def topic_get(*, user: User, topic_id: UUID, field: str = "topic_id") -> Topic:
-    topic = Topic.objects.filter(id=topic_id, user=user).first()
+    topic = owned_carriers("topic", user).filter(id=topic_id).first()
     if topic is None:
         raise NotFound("No topic with this id.", field=field)
     return topic

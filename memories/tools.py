@@ -30,6 +30,7 @@ from memories.errors import Forbidden, InvalidInput, NotFound
 from memories.models import (
     SCOPE_CARRIERS,
     ApiKeyScope,
+    CarrierIds,
     Persona,
     Project,
     Scope,
@@ -40,7 +41,7 @@ from memories.models import (
 from memories.recall.hint import memory_hint
 from memories.recall.query import query_for_recall
 from memories.recall.recall import memory_recall
-from memories.recall.scopes import RecallScope, recall_scopes
+from memories.recall.scopes import recall_scopes
 from memories.tool_arguments import (
     CONTEXT_QUERY_MAX_LENGTH,
     RECALL_QUERY_MAX_LENGTH,
@@ -83,7 +84,7 @@ class ToolContext:
             return self.persona or getattr(self.topic, "persona", None)
         return None
 
-    def recall_scopes(self, user: User) -> list[RecallScope]:
+    def recall_scopes(self, user: User) -> list[CarrierIds]:
         return recall_scopes(
             user=user,
             topic=self.topic,

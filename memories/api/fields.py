@@ -9,7 +9,7 @@ import uuid
 from django.utils import timezone
 from rest_framework import serializers
 
-from memories.carriers import SCOPE_INPUT_CHOICES, scope_named
+from memories.carriers import OWNED_CARRIERS, SCOPE_INPUT_CHOICES, scope_named
 from memories.models import (
     Memory,
     Persona,
@@ -131,7 +131,7 @@ class OwnedRelatedField(serializers.PrimaryKeyRelatedField):
 def project_ref() -> OwnedRelatedField:
     """Optional `project_id`: one of the caller's own managed projects."""
     return OwnedRelatedField(
-        owner_field="owner",
+        owner_field=OWNED_CARRIERS["project"][1],
         queryset=Project.objects.all(),
         source="project",
         required=False,
@@ -142,7 +142,7 @@ def project_ref() -> OwnedRelatedField:
 def topic_ref() -> OwnedRelatedField:
     """Optional `topic_id`: one of the caller's own topics."""
     return OwnedRelatedField(
-        owner_field="user",
+        owner_field=OWNED_CARRIERS["topic"][1],
         queryset=Topic.objects.all(),
         source="topic",
         required=False,

@@ -33,6 +33,7 @@ from memories.models.keyword_index import (
 from memories.models.memory import (
     CARRIERS,
     SCOPE_CARRIERS,
+    CarrierIds,
     Memory,
     MemoryEmbedding,
     MemoryRevision,
@@ -68,6 +69,7 @@ __all__ = [
     "Status",
     "CARRIERS",
     "SCOPE_CARRIERS",
+    "CarrierIds",
     "scope_carriers_condition",
     "NormalisedKeyField",
     "Memory",

@@ -3,6 +3,7 @@
 import functools
 import operator
 import uuid
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import models
@@ -46,6 +47,39 @@ SCOPE_CARRIERS: dict[str, tuple[str, ...]] = {
     Scope.PERSONA: ("persona",),
     Scope.PERSONA_USER: ("persona", "user"),
 }
+
+
+class CarrierIds(NamedTuple):
+    """Where a memory sits: its scope and the ids of the carriers that scope sets (None for
+    the others). Fact keys, recall scopes, the import's identities and the vector partitions
+    are all this tuple."""
+
+    scope: str
+    user_id: uuid.UUID | None = None
+    persona_id: uuid.UUID | None = None
+    project_id: uuid.UUID | None = None
+    topic_id: uuid.UUID | None = None
+
+    @classmethod
+    def of(cls, scope: str, **carriers) -> "CarrierIds":
+        """From carrier objects by name (user=..., project=...); absent or None ones are None."""
+        ids = (getattr(carriers.get(name), "id", None) for name in CARRIERS)
+        return cls(scope, *ids)
+
+    @property
+    def partition(self) -> str:
+        """The scope and the ids of its carriers, in SCOPE_CARRIERS order: "project:<user
+        id>:<project id>". Stored vector rows carry these strings, so they must never change."""
+        if self.scope not in SCOPE_CARRIERS:
+            raise ValueError(f"unknown scope {self.scope!r}")
+        ids = self._asdict()
+        carrier_ids = (str(ids[f"{name}_id"]) for name in SCOPE_CARRIERS[self.scope])
+        return ":".join([str(self.scope), *carrier_ids])
+
+    @property
+    def condition(self) -> Q:
+        """The memories sitting here, as a filter on Memory."""
+        return Q(**self._asdict())
 
 
 def scope_carriers_condition() -> Q:
@@ -172,6 +206,9 @@ class Memory(models.Model):
     def persona_user_id(self):
         """The API's user_id: set only for persona_user scope."""
         return self.user_id if self.scope == Scope.PERSONA_USER else None
+
+    def carrier_ids(self) -> CarrierIds:
+        return CarrierIds(self.scope, self.user_id, self.persona_id, self.project_id, self.topic_id)
 
     @property
     def embedding_text(self) -> str:

@@ -7,6 +7,7 @@ from typing import Literal
 from uuid import UUID
 
 from memories.models import (
+    CarrierIds,
     Scope,
     Source,
     Status,
@@ -93,17 +94,13 @@ class ImportResult:
         return [*self.errors, summary]
 
 
-# A memory's scope and carriers: (scope, user_id, persona_id, project_id, topic_id).
-Identity = tuple[str, UUID | None, UUID | None, UUID | None, UUID | None]
-
-
 @dataclass(frozen=True)
 class Plan:
     line: ImportLine
     memory_id: UUID
     action: Literal["create", "update"]
     needs_vector: bool
-    identity: Identity
+    identity: CarrierIds
 
 
 @dataclass

@@ -6,21 +6,20 @@ import hashlib
 from dataclasses import dataclass, replace
 from uuid import UUID, uuid4
 
+from memories.carriers import owned_carriers
 from memories.fact_keys import FactGroup, current_in_scope
 from memories.facts import normalise
 from memories.models import (
+    CarrierIds,
     Memory,
     Persona,
-    Project,
     Scope,
     Status,
-    Topic,
     User,
 )
 from memories.portability.import_lines import (
     CONTENT_FIELDS,
     ChunkOutcome,
-    Identity,
     ImportLine,
     ImportRun,
     LineError,
@@ -40,28 +39,10 @@ def _digest(*parts) -> bytes:
     return hashlib.blake2b(repr(plain).encode(), digest_size=16).digest()
 
 
-def _identity(*, scope, user_id, persona_id, project_id, topic_id) -> Identity:
-    return (scope, user_id, persona_id, project_id, topic_id)
-
-
-def line_identity(line: ImportLine, actor: User) -> Identity:
-    return _identity(
-        scope=line.scope,
-        user_id=None if line.scope == Scope.PERSONA else actor.id,
-        persona_id=line.persona_id,
-        project_id=line.project_id,
-        topic_id=line.topic_id,
-    )
-
-
-def _memory_identity(memory: Memory) -> Identity:
-    return _identity(
-        scope=memory.scope,
-        user_id=memory.user_id,
-        persona_id=memory.persona_id,
-        project_id=memory.project_id,
-        topic_id=memory.topic_id,
-    )
+def line_identity(line: ImportLine, actor: User) -> CarrierIds:
+    """Where the line's memory sits: persona scope has no user, every other is the caller's."""
+    user_id = None if line.scope == Scope.PERSONA else actor.id
+    return CarrierIds(line.scope, user_id, line.persona_id, line.project_id, line.topic_id)
 
 
 @dataclass(frozen=True)
@@ -70,7 +51,7 @@ class _PlannedMemory:
     of them (the key and value are kept: a later line of the same fact keeps their
     spelling)."""
 
-    identity: Identity
+    identity: CarrierIds
     content: bytes  # identity, key and value: what a line without id is matched by
     state: bytes  # the content fields and whether the memory is deleted
     text: bytes  # what its vector is computed from
@@ -91,7 +72,7 @@ class Planned:
         self.by_content.setdefault(memory.content, memory_id)
 
 
-def planned_memory(source: Memory | ImportLine, identity: Identity) -> _PlannedMemory:
+def planned_memory(source: Memory | ImportLine, identity: CarrierIds) -> _PlannedMemory:
     is_deleted = source.deleted_at is not None
     return _PlannedMemory(
         identity=identity,
@@ -133,7 +114,7 @@ def plan_chunk(lines: list[ImportLine], *, actor: User, planned: Planned) -> Chu
                 current = planned.by_id[memory_id]
             elif memory_id in mine_by_id:
                 memory = mine_by_id[memory_id]
-                current = planned_memory(memory, _memory_identity(memory))
+                current = planned_memory(memory, memory.carrier_ids())
         elif target.content in planned.by_content:
             memory_id = planned.by_content[target.content]
             current = planned.by_id[memory_id]
@@ -186,7 +167,7 @@ def _is_current(line: ImportLine) -> bool:
     return line.status == Status.ACTIVE and line.deleted_at is None and line.valid_until is None
 
 
-def line_group(line: ImportLine, identity: Identity) -> FactGroup:
+def line_group(line: ImportLine, identity: CarrierIds) -> FactGroup:
     return FactGroup(*identity, normalise(line.key))
 
 
@@ -200,13 +181,13 @@ def superseded_holders(plans: list[Plan], *, exclude: set[UUID]) -> dict[UUID, l
     }
     if not creating:
         return {}
-    by_identity: dict[Identity, set[str]] = {}
+    by_identity: dict[CarrierIds, set[str]] = {}
     for group in creating.values():
-        by_identity.setdefault(group[:5], set()).add(group.key_normalised)
+        by_identity.setdefault(group.carriers, set()).add(group.key_normalised)
     holders: dict[FactGroup, list[UUID]] = {}
     for identity, keys in by_identity.items():
         rows = (
-            current_in_scope(*identity)
+            current_in_scope(identity)
             .filter(key_normalised__in=keys)
             .exclude(id__in=exclude)
             .order_by("created_at", "id")
@@ -217,7 +198,7 @@ def superseded_holders(plans: list[Plan], *, exclude: set[UUID]) -> dict[UUID, l
     return {memory_id: holders.get(group, []) for memory_id, group in creating.items()}
 
 
-def _moved_error(line: ImportLine, identity: Identity) -> LineError:
+def _moved_error(line: ImportLine, identity: CarrierIds) -> LineError:
     scope, _, persona_id, project_id, topic_id = identity
     if scope != line.scope:
         return LineError(
@@ -248,12 +229,12 @@ def _lines_with_carriers(
     topic_ids = {line.topic_id for line in lines if line.topic_id}
     persona_ids = {line.persona_id for line in lines if line.persona_id}
     projects = set(
-        Project.objects.filter(owner=actor, id__in=project_ids).values_list("id", flat=True)
+        owned_carriers("project", actor).filter(id__in=project_ids).values_list("id", flat=True)
         if project_ids
         else ()
     )
     topics = set(
-        Topic.objects.filter(user=actor, id__in=topic_ids).values_list("id", flat=True)
+        owned_carriers("topic", actor).filter(id__in=topic_ids).values_list("id", flat=True)
         if topic_ids
         else ()
     )
@@ -305,6 +286,6 @@ def existing_by_content(lines: list[ImportLine], *, actor: User) -> dict[bytes, 
     )
     found: dict[bytes, list[Memory]] = {}
     for memory in sorted(memories, key=lambda m: (m.deleted_at is not None, m.created_at, m.id)):
-        content = planned_memory(memory, _memory_identity(memory)).content
+        content = planned_memory(memory, memory.carrier_ids()).content
         found.setdefault(content, []).append(memory)
     return found

@@ -15,10 +15,10 @@ from uuid import UUID
 from django.db import connection
 from django.db.models import Q
 
-from memories.models import Memory, Status
+from memories.models import CarrierIds, Memory, Status
 from memories.recall.bm25 import KeywordHit
 from memories.recall.keyword import get_keyword_index
-from memories.recall.scopes import RecallScope, scopes_condition, scopes_sql
+from memories.recall.scopes import scopes_condition, scopes_sql
 from memories.recall.vector_store import get_vector_store
 
 SCORING_FIELDS = (
@@ -46,7 +46,7 @@ class Candidate(NamedTuple):  # a tuple: a recall builds some 100 of them
 
 
 def keyword_hits(
-    *, query: str, scopes: Sequence[RecallScope], k: int
+    *, query: str, scopes: Sequence[CarrierIds], k: int
 ) -> dict[UUID, KeywordHit[UUID]]:
     """Up to k keyword hits, active in these scopes, by memory id."""
     if not scopes:
@@ -58,7 +58,7 @@ def keyword_hits(
 def find_candidates(
     *,
     vector: Sequence[float] | None,
-    scopes: Sequence[RecallScope],
+    scopes: Sequence[CarrierIds],
     k: int,
     keyword: dict[UUID, KeywordHit[UUID]],
     as_of: datetime | None = None,

@@ -6,6 +6,7 @@ user's scores depend on another user's memories. The list endpoint's `query` fil
 word must match, as a prefix) uses the database's own full-text search: SQLite FTS5, or a
 generated tsvector column with a GIN index on PostgreSQL."""
 
+import functools
 import heapq
 import re
 from collections.abc import Iterable, Sequence
@@ -16,7 +17,7 @@ from django.db import connection
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
-from memories.models import Memory, Status
+from memories.models import CarrierIds, Memory, Status
 from memories.recall import bm25
 from memories.recall.bm25 import KeywordHit
 from memories.recall.postings import (
@@ -25,7 +26,6 @@ from memories.recall.postings import (
     postings_of,
     postings_remove,
 )
-from memories.recall.scopes import RecallScope
 from memories.recall.words import query_terms
 
 FTS_TABLE = "fts_memories"
@@ -67,7 +67,7 @@ class KeywordIndex:
             memories = Memory.objects.filter(id__in=memory_ids, deleted_at__isnull=True)
             postings_add((memory, partition_of(memory)) for memory in memories)
 
-    def search(self, *, text: str, scopes: Sequence[RecallScope], k: int) -> list[KeywordHit[UUID]]:
+    def search(self, *, text: str, scopes: Sequence[CarrierIds], k: int) -> list[KeywordHit[UUID]]:
         """Up to k active memories of these scopes holding any query word, best first."""
         terms = query_terms(text)
         partition_ids, collection = collection_of([scope.partition for scope in scopes], terms)
@@ -188,7 +188,9 @@ class PostgresFullTextIndex(KeywordIndex):
         )
 
 
+@functools.cache
 def get_keyword_index() -> KeywordIndex:
+    """The index of this process's database, chosen on first use (indexes keep no state)."""
     if connection.vendor == "postgresql":
         return PostgresFullTextIndex()
     return SqliteFtsIndex()

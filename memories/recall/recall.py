@@ -11,12 +11,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from memories.embedders import embed_query
-from memories.models import Memory
+from memories.models import CarrierIds, Memory
 from memories.recall import scoring
 from memories.recall.access import memory_record_access
 from memories.recall.calibration import Calibration, calibrate
 from memories.recall.candidates import Candidate, find_candidates, keyword_hits
-from memories.recall.scopes import RecallScope
 from ops.metrics import recall_stage
 
 
@@ -29,7 +28,7 @@ class RecallHit:
 def memory_recall(
     *,
     query: str,
-    scopes: Sequence[RecallScope],
+    scopes: Sequence[CarrierIds],
     top_k: int,
     record_access: bool = True,
     weights: scoring.Weights | None = None,

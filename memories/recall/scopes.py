@@ -1,47 +1,14 @@
 """Which scopes a recall request may draw from, and how each store filters them."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from uuid import UUID
 
 from django.db import connection
 from django.db.models import Q
 
-from memories.models import Memory, Persona, Project, Scope, Topic, User, WorkSession
-from memories.recall.vector_store import partition_key
+from memories.models import CarrierIds, Memory, Persona, Project, Scope, Topic, User, WorkSession
 
 
-@dataclass(frozen=True)
-class RecallScope:
-    scope: str
-    user_id: UUID | None = None
-    persona_id: UUID | None = None
-    project_id: UUID | None = None
-    topic_id: UUID | None = None
-
-    @property
-    def partition(self) -> str:
-        return partition_key(
-            scope=self.scope,
-            user_id=self.user_id,
-            persona_id=self.persona_id,
-            project_id=self.project_id,
-            topic_id=self.topic_id,
-        )
-
-    @property
-    def condition(self) -> Q:
-        """The same set of memories as a filter on Memory (for the ORM-side searches)."""
-        fields = {
-            "user_id": self.user_id,
-            "persona_id": self.persona_id,
-            "project_id": self.project_id,
-            "topic_id": self.topic_id,
-        }
-        return Q(scope=self.scope, **fields)
-
-
-def scopes_condition(scopes: Sequence[RecallScope]) -> Q:
+def scopes_condition(scopes: Sequence[CarrierIds]) -> Q:
     """Any of these scopes, as a filter on Memory."""
     condition = Q()
     for scope in scopes:
@@ -54,8 +21,8 @@ def _id_param(value):
     return Memory._meta.pk.get_db_prep_value(value, connection)
 
 
-def scopes_sql(scopes: Sequence[RecallScope], *, prefix: str = "") -> tuple[str, list]:
-    """The same condition as RecallScope.condition, OR-ed over the scopes, as SQL on the
+def scopes_sql(scopes: Sequence[CarrierIds], *, prefix: str = "") -> tuple[str, list]:
+    """The same condition as CarrierIds.condition, OR-ed over the scopes, as SQL on the
     memory table (columns prefixed with `prefix`, say "m."), for hand-written statements."""
     terms, params = [], []
     for scope in scopes:
@@ -79,7 +46,7 @@ def recall_scopes(
     project: Project | None = None,
     persona: Persona | None = None,
     work_session: WorkSession | None = None,
-) -> list[RecallScope]:
+) -> list[CarrierIds]:
     """The user's own memories always; session ones of the topic; project ones of the project
     (the topic's or work session's when not given); persona ones of the persona."""
     if topic is not None:
@@ -87,12 +54,12 @@ def recall_scopes(
         persona = persona or topic.persona
     if work_session is not None:
         project = project or work_session.project
-    scopes = [RecallScope(Scope.USER, user_id=user.id)]
+    scopes = [CarrierIds(Scope.USER, user_id=user.id)]
     if topic is not None:
-        scopes.append(RecallScope(Scope.SESSION, user_id=user.id, topic_id=topic.id))
+        scopes.append(CarrierIds(Scope.SESSION, user_id=user.id, topic_id=topic.id))
     if project is not None:
-        scopes.append(RecallScope(Scope.PROJECT, user_id=user.id, project_id=project.id))
+        scopes.append(CarrierIds(Scope.PROJECT, user_id=user.id, project_id=project.id))
     if persona is not None:
-        scopes.append(RecallScope(Scope.PERSONA_USER, user_id=user.id, persona_id=persona.id))
-        scopes.append(RecallScope(Scope.PERSONA, persona_id=persona.id))
+        scopes.append(CarrierIds(Scope.PERSONA_USER, user_id=user.id, persona_id=persona.id))
+        scopes.append(CarrierIds(Scope.PERSONA, persona_id=persona.id))
     return scopes

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memories.carriers import carrier_errors
+from memories.carriers import carrier_errors, ownership_errors
 from memories.embedders import embed_one
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.fact_keys import current_holders, fact_group, lock_fact_keys
@@ -46,10 +46,10 @@ def _check_carriers(
     if errors:
         field, message = next(iter(errors.items()))
         raise InvalidInput(message, field=field)
-    if project is not None and user is not None and project.owner_id != user.id:
-        raise InvalidInput("No such project.", field="project_id")
-    if topic is not None and user is not None and topic.user_id != user.id:
-        raise InvalidInput("No such topic.", field="topic_id")
+    errors = ownership_errors(user, project=project, topic=topic)
+    if errors:
+        field, message = next(iter(errors.items()))
+        raise InvalidInput(message, field=field)
 
 
 def memory_create(

@@ -7,10 +7,10 @@ from django.db import connection, transaction
 from django.test import override_settings
 
 from memories.embedders import embed_one
-from memories.models import Memory, Scope, Status
+from memories.models import CarrierIds, Memory, Scope, Status
 from memories.recall import candidates, keyword
 from memories.recall.access import memory_record_access
-from memories.recall.scopes import RecallScope, recall_scopes, scopes_sql
+from memories.recall.scopes import recall_scopes, scopes_sql
 from memories.recall.vector_store import get_vector_store, partition_of
 from tests.conftest import make_user
 from tests.memories.helpers import bulk_memories, make_memory
@@ -98,7 +98,7 @@ def test_a_word_most_memories_hold_does_not_make_the_keyword_half_rank_them_all(
         make_memory(owner, key=f"note {i}", value=f"Coffee tasting note number {i}")
     with_both = make_memory(owner, key="order", value="A double espresso, coffee at nine")
     rare_only = make_memory(owner, key="machine", value="Bought an espresso machine")
-    scopes = [RecallScope(Scope.USER, user_id=owner.id)]
+    scopes = [CarrierIds(Scope.USER, user_id=owner.id)]
     index = keyword.get_keyword_index()
 
     with override_settings(RECALL_KEYWORD_ROW_BUDGET=10):

@@ -8,9 +8,12 @@ from django.db import IntegrityError, connection, transaction
 from django.db.migrations.loader import MigrationLoader
 
 from memories import services
+from memories.carriers import owned_carriers, ownership_errors, scope_in_context
 from memories.errors import InvalidInput
+from memories.fact_keys import fact_group
 from memories.models import (
     SCOPE_CARRIERS,
+    CarrierIds,
     Memory,
     MemoryEmbedding,
     Persona,
@@ -20,6 +23,7 @@ from memories.models import (
     scope_carriers_condition,
 )
 from memories.recall.vector_store import partition_key, partition_of
+from tests.conftest import make_user
 from tests.memories.helpers import assert_error
 
 USER = uuid.UUID("11111111-1111-1111-1111-111111111111")
@@ -150,3 +154,62 @@ def test_a_manual_create_names_the_carrier_its_scope_does_not_take(
     error = assert_error(response, 400, field)
     assert message in error["fields"][field][0]
     assert not Memory.objects.exists()
+
+
+def test_a_memory_names_its_carriers_in_one_tuple_that_recall_and_fact_keys_share(world):
+    for memory in world["memories"].values():
+        carriers = memory.carrier_ids()
+        assert carriers == (
+            memory.scope,
+            memory.user_id,
+            memory.persona_id,
+            memory.project_id,
+            memory.topic_id,
+        )
+        assert carriers.partition == partition_of(memory)
+        sitting_there = list(Memory.objects.filter(carriers.condition))
+        assert memory in sitting_there
+        assert {other.carrier_ids() for other in sitting_there} == {carriers}
+        assert fact_group(memory).carriers == carriers
+
+
+def test_carrier_ids_of_carrier_objects_leave_the_absent_ones_empty(world):
+    memory = next(m for m in world["memories"].values() if m.scope == Scope.PROJECT)
+    carriers = CarrierIds.of(Scope.PROJECT, user=memory.user, project=memory.project)
+    assert carriers == memory.carrier_ids()
+    assert carriers.persona_id is None and carriers.topic_id is None
+
+
+@pytest.mark.parametrize(
+    ("named", "present", "lands"),
+    [
+        (Scope.SESSION, {"user", "topic", "project"}, Scope.SESSION),
+        (Scope.SESSION, {"user", "project"}, Scope.PROJECT),  # a work session has no topic
+        (Scope.SESSION, {"user"}, Scope.USER),
+        (Scope.PROJECT, {"user", "topic"}, Scope.USER),
+        (Scope.PERSONA_USER, {"user", "persona"}, Scope.PERSONA_USER),
+        (Scope.PERSONA_USER, {"user"}, Scope.USER),
+        (Scope.PERSONA, {"user", "persona"}, Scope.USER),  # never shared with every user
+        (Scope.USER, {"user", "persona", "project", "topic"}, Scope.USER),
+    ],
+)
+def test_a_fact_said_in_a_context_lands_in_the_nearest_scope_the_context_carries(
+    named, present, lands
+):
+    assert scope_in_context(named, present=present) == lands
+
+
+def test_another_users_project_or_topic_is_answered_as_an_unknown_one(world):
+    memory = next(m for m in world["memories"].values() if m.scope == Scope.PROJECT)
+    owner, project = memory.user, memory.project
+    topic = Topic.objects.create(user=owner, title="t")
+    stranger = make_user("stranger-of-carriers")
+    assert ownership_errors(owner, project=project, topic=topic) == {}
+    assert ownership_errors(stranger, project=project, topic=topic) == {
+        "project_id": "No such project.",
+        "topic_id": "No such topic.",
+    }
+    assert project in set(owned_carriers("project", owner))
+    assert topic in set(owned_carriers("topic", owner))
+    assert not owned_carriers("project", stranger).exists()
+    assert not owned_carriers("topic", stranger).exists()

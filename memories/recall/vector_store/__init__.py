@@ -6,6 +6,8 @@ Vectors are kept per *partition*: one string per owner and scope carrier (see
 never scans another user's rows. Nothing outside this package imports sqlite_vec, pgvector
 or the implementation modules; callers ask get_vector_store()."""
 
+import functools
+
 from django.db import connection
 
 from memories.recall.vector_store.base import (
@@ -18,7 +20,9 @@ from memories.recall.vector_store.base import (
 __all__ = ["Neighbour", "VectorStore", "get_vector_store", "partition_key", "partition_of"]
 
 
+@functools.cache
 def get_vector_store() -> VectorStore:
+    """The store of this process's database, chosen on first use (stores keep no state)."""
     if connection.vendor == "postgresql":
         from memories.recall.vector_store.pgvector import PgVectorStore
 

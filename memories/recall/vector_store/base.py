@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from uuid import UUID
 
-from memories.models import SCOPE_CARRIERS, Memory
+from memories.models import CarrierIds, Memory
 
 
 @dataclass(frozen=True)
@@ -20,24 +20,14 @@ class Neighbour:
 
 def partition_of(memory: Memory) -> str:
     """The vector partition a memory belongs to."""
-    return partition_key(
-        scope=memory.scope,
-        user_id=memory.user_id,
-        persona_id=memory.persona_id,
-        project_id=memory.project_id,
-        topic_id=memory.topic_id,
-    )
+    return memory.carrier_ids().partition
 
 
 def partition_key(
     *, scope: str, user_id=None, persona_id=None, project_id=None, topic_id=None
 ) -> str:
-    """The scope and the ids of its carriers, in SCOPE_CARRIERS order: "project:<user
-    id>:<project id>". Stored vector rows carry these strings, so they must never change."""
-    if scope not in SCOPE_CARRIERS:
-        raise ValueError(f"unknown scope {scope!r}")
-    ids = {"user": user_id, "persona": persona_id, "project": project_id, "topic": topic_id}
-    return ":".join([str(scope), *(str(ids[name]) for name in SCOPE_CARRIERS[scope])])
+    """The partition of a scope and its carriers (CarrierIds.partition)."""
+    return CarrierIds(scope, user_id, persona_id, project_id, topic_id).partition
 
 
 class VectorStore(Protocol):
