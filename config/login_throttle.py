@@ -12,7 +12,7 @@ from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.html import escape
 
-from memories.api.errors import error_body
+from ops.errors import error_body
 
 logger = logging.getLogger(__name__)
 

@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class MemoriesConfig(AppConfig):
     name = "memories"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from memories import monitoring
+        from ops import health, metrics
+
+        health.register_check("embedder", monitoring.check_embedder)
+        metrics.register_scrape_collector(monitoring.PendingReviewCollector())

@@ -17,7 +17,6 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.utils import load_backend
 
 from config.celery import app as celery_app
-from memories.embedders import embedder_is_loaded
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +47,16 @@ class CheckResult:
         return body
 
 
+# Checks other apps add (AppConfig.ready), run after the database's and before the broker's:
+# ops knows nothing of what they check (memories registers its embedder's).
+PROCESS_CHECKS: dict[str, Callable[[], None]] = {}
+
+
+def register_check(name: str, check: Callable[[], None]) -> None:
+    """Add a check that raises NotReady (or Skipped) when this process cannot answer."""
+    PROCESS_CHECKS[name] = check
+
+
 def readiness() -> list[CheckResult]:
     """Every check's result. The database checks share one new connection, made for the
     probe: it proves the server takes connections now (a pooled one could be left over from
@@ -66,7 +75,7 @@ def readiness() -> list[CheckResult]:
                 results.append(CheckResult(name, "skipped", 0.0, "the database is unreachable"))
     finally:
         probe.close()
-    results.append(_run("embedder", _check_embedder))
+    results.extend(_run(name, check) for name, check in PROCESS_CHECKS.items())
     results.append(_run("broker", _check_broker))
     return results
 
@@ -122,11 +131,6 @@ def _check_vector_extension(probe: BaseDatabaseWrapper) -> None:
             # Our SQLite backend loads sqlite-vec into every connection; this fails if not.
             cursor.execute("SELECT vec_version()")
             cursor.fetchone()
-
-
-def _check_embedder() -> None:
-    if not embedder_is_loaded():
-        raise NotReady("the local embedding model is not loaded in this process yet")
 
 
 def _check_broker() -> None:

@@ -99,6 +99,15 @@ def count_task(*, task: str, outcome: str) -> None:
     CELERY_TASKS.labels(task, outcome).inc()
 
 
+# Collectors other apps add (AppConfig.ready), which compute their values when Prometheus
+# scrapes: ops knows nothing of what they count (memories registers the review queue's).
+SCRAPE_COLLECTORS: list = []
+
+
+def register_scrape_collector(collector) -> None:
+    SCRAPE_COLLECTORS.append(collector)
+
+
 def exposition(*collectors) -> bytes:
     """The Prometheus text format of every metric: this process's, or in multiprocess mode
     all processes' added up; then those of `collectors`, which compute theirs now."""

@@ -10,12 +10,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST
-from prometheus_client.core import GaugeMetricFamily
 
 from config.login_throttle import client_ip
-from memories import selectors
-from memories.api.errors import error_body
 from ops import health, metrics
+from ops.errors import error_body
 
 
 @never_cache
@@ -48,17 +46,6 @@ def readyz(request: HttpRequest) -> JsonResponse:
     return JsonResponse(body, status=503)
 
 
-class PendingReviewCollector:
-    """The review queue's length, counted when Prometheus scrapes (one indexed count)."""
-
-    def collect(self):
-        yield GaugeMetricFamily(
-            "memory_pending_review",
-            "Memories waiting for review (pending_review, not deleted).",
-            value=selectors.pending_memories().count(),
-        )
-
-
 @never_cache
 @require_safe
 def metrics_view(request: HttpRequest) -> HttpResponse:
@@ -68,7 +55,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     if refusal is not None:
         return refusal
     return HttpResponse(
-        metrics.exposition(PendingReviewCollector()), content_type=CONTENT_TYPE_LATEST
+        metrics.exposition(*metrics.SCRAPE_COLLECTORS), content_type=CONTENT_TYPE_LATEST
     )
 
 

@@ -110,3 +110,19 @@ def test_the_check_finds_a_circle_and_a_lazy_import_closes_one():
     finally:
         path.unlink()
     assert found == {"memories.recall.recall"}
+
+
+# Packages below others: ops (timing, metrics, health, the error body) serves every app and
+# imports none of them; apps add what ops reports through its registries (AppConfig.ready).
+LOWER_PACKAGES = {"ops": ("memories", "extraction", "review")}
+
+
+def test_lower_packages_import_none_of_the_packages_above_them():
+    modules = module_files()
+    crossings = []
+    for name, path in modules.items():
+        package = name.split(".")[0]
+        for imported in imports(path, modules):
+            if imported.split(".")[0] in LOWER_PACKAGES.get(package, ()):
+                crossings.append(f"{name} -> {imported}")
+    assert crossings == []

@@ -1,4 +1,4 @@
-"""One JSON shape for every API error: {"code", "detail", "fields"}.
+"""One JSON shape for every API error: {"code", "detail", "fields"} (ops.errors.error_body).
 
 `fields` maps each offending field to its messages, so a client can show the error beside
 the input that caused it; `detail` is one readable sentence.
@@ -11,10 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from memories.errors import ServiceError
-
-
-def error_body(code: str, detail: str, fields: dict | None = None) -> dict:
-    return {"code": code, "detail": detail, "fields": fields or {}}
+from ops.errors import error_body
 
 
 def _flatten(detail, prefix: str = "") -> dict[str, list[str]]:
