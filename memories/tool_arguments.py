@@ -1,6 +1,7 @@
-"""The arguments each tool of memories.tools takes, validated as the REST API validates its
-bodies: strict (unknown arguments refused), each a plain value where one is expected."""
-
+"""The arguments each tool of memories.tools takes: one serializer per tool, which validates a
+call as the REST API validates its bodies (strict: unknown arguments refused, each a plain value
+where one is expected) and from which the tool's JSON schema is made (json_schema), so the
+two cannot drift apart."""
 
 from django.conf import settings
 from rest_framework import serializers
@@ -14,11 +15,7 @@ from memories.api.fields import (
     trimmed_char,
 )
 from memories.carriers import SCOPE_ALIASES, scope_named
-from memories.models import (
-    Scope,
-)
-
-# How a call names the carrier a memory_save scope needs.
+from memories.models import Scope
 
 RECALL_QUERY_MAX_LENGTH = 1000
 # A context query may be a whole message: products pass the user's message as it is, and
@@ -63,31 +60,142 @@ class ToolArguments(StrictInputMixin, serializers.Serializer):
         return super().to_internal_value(data)
 
 
+def _number_range(field: serializers.Field) -> dict:
+    if isinstance(field, UnitFloatField):
+        # Given outside 0..1 it is clamped, not refused; the schema asks for the range.
+        return {"minimum": 0, "maximum": 1}
+    bounds = {
+        "minimum": getattr(field, "min_value", None),
+        "maximum": getattr(field, "max_value", None),
+    }
+    return {name: bound for name, bound in bounds.items() if bound is not None}
+
+
+def _field_schema(field: serializers.Field) -> dict:
+    """One argument in the JSON schema of strict function calling. An optional one also
+    takes null (a model must send every argument), which means its default."""
+    if isinstance(field, serializers.BooleanField):
+        schema: dict = {"type": "boolean"}
+    elif isinstance(field, serializers.IntegerField):
+        schema = {"type": "integer", **_number_range(field)}
+    elif isinstance(field, serializers.FloatField):
+        schema = {"type": "number", **_number_range(field)}
+    elif isinstance(field, serializers.ChoiceField):
+        # Other names a client may send for a choice (SCOPE_ALIASES) are taken, not offered.
+        offered = [choice for choice in field.choices if choice not in SCOPE_ALIASES]
+        schema = {"type": "string", "enum": offered}
+    elif isinstance(field, serializers.UUIDField):
+        schema = {"type": "string", "format": "uuid"}
+    elif isinstance(field, serializers.CharField | serializers.DateTimeField):
+        schema = {"type": "string"}
+    else:
+        raise TypeError(f"no JSON schema for {type(field).__name__}")
+    schema["description"] = str(field.help_text)
+    if not field.required:
+        schema["type"] = [schema["type"], "null"]
+        if "enum" in schema:
+            schema["enum"] = [*schema["enum"], None]
+    return schema
+
+
+def json_schema(arguments: type[ToolArguments]) -> dict:
+    """The tool's parameters in strict function calling: every argument listed and required
+    (null for an optional one's default), nothing else allowed."""
+    fields = arguments().fields
+    return {
+        "type": "object",
+        "properties": {name: _field_schema(field) for name, field in fields.items()},
+        "required": list(fields),
+        "additionalProperties": False,
+    }
+
+
 class MemorySaveArguments(ToolArguments):
-    key = trimmed_char(settings.MEMORY_KEY_MAX_LENGTH)
-    value = trimmed_char(settings.MEMORY_VALUE_MAX_LENGTH)
-    confidence = UnitFloatField()
-    category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, default="")
-    importance = UnitFloatField(default=0.5)
-    scope = serializers.ChoiceField(
-        choices=[Scope.USER, Scope.PROJECT, Scope.PERSONA_USER, *SCOPE_ALIASES], default="user"
+    key = trimmed_char(
+        settings.MEMORY_KEY_MAX_LENGTH,
+        help_text=(
+            "Short label, e.g. 'preferred language'. At most "
+            f"{settings.MEMORY_KEY_MAX_LENGTH} characters."
+        ),
     )
-    replace = StrictBooleanField(default=True)
+    value = trimmed_char(
+        settings.MEMORY_VALUE_MAX_LENGTH,
+        help_text=(
+            "The fact itself, e.g. 'Go with Gin for backend services'. At most "
+            f"{settings.MEMORY_VALUE_MAX_LENGTH} characters."
+        ),
+    )
+    confidence = UnitFloatField(help_text="How sure you are that the fact is true and lasting.")
+    category = trimmed_char(
+        settings.MEMORY_CATEGORY_MAX_LENGTH,
+        allow_blank=True,
+        default="",
+        help_text=(
+            "A label such as 'preference' or 'personal' (at most "
+            f"{settings.MEMORY_CATEGORY_MAX_LENGTH} characters); null for none."
+        ),
+    )
+    importance = UnitFloatField(
+        default=0.5, help_text="How much the fact matters for future answers; null for 0.5."
+    )
+    scope = serializers.ChoiceField(
+        choices=[Scope.USER, Scope.PROJECT, Scope.PERSONA_USER, *SCOPE_ALIASES],
+        default="user",
+        help_text=(
+            "user: about the user everywhere (null means user); project: only within the "
+            "current project; persona_user: only with the current persona."
+        ),
+    )
+    replace = StrictBooleanField(
+        default=True,
+        help_text=(
+            "false keeps the key's current value beside this one, for a key that holds "
+            "several facts (e.g. 'allergy'); null means true: replace it."
+        ),
+    )
 
     def validate_scope(self, value):
         return scope_named(value)
 
 
 class MemoryRecallArguments(ToolArguments):
-    query = serializers.CharField(max_length=RECALL_QUERY_MAX_LENGTH)
-    top_k = serializers.IntegerField(min_value=1, max_value=50, default=settings.RECALL_HINT_TOP_K)
-    as_of = AsOfField(required=False)
+    query = serializers.CharField(
+        max_length=RECALL_QUERY_MAX_LENGTH,
+        help_text=(
+            f"What to look for, in natural language. At most {RECALL_QUERY_MAX_LENGTH} characters."
+        ),
+    )
+    top_k = serializers.IntegerField(
+        min_value=1,
+        max_value=50,
+        default=settings.RECALL_HINT_TOP_K,
+        help_text=f"How many memories to return; null for {settings.RECALL_HINT_TOP_K}.",
+    )
+    as_of = AsOfField(
+        required=False,
+        help_text=(
+            "A past date (YYYY-MM-DD) to recall what was true then, including facts that "
+            "changed since; null for what is true now."
+        ),
+    )
 
 
 class MemoryContextArguments(ToolArguments):
-    query = serializers.CharField(max_length=CONTEXT_QUERY_MAX_LENGTH)
-    top_k = serializers.IntegerField(min_value=1, max_value=20, default=settings.RECALL_HINT_TOP_K)
+    query = serializers.CharField(
+        max_length=CONTEXT_QUERY_MAX_LENGTH,
+        help_text=(
+            f"The user's message as it is, or the topic at hand. At most "
+            f"{CONTEXT_QUERY_MAX_LENGTH} characters; recall reads the last "
+            f"{settings.RECALL_QUERY_READ_CHARS}."
+        ),
+    )
+    top_k = serializers.IntegerField(
+        min_value=1,
+        max_value=20,
+        default=settings.RECALL_HINT_TOP_K,
+        help_text=f"At most this many memories; null for {settings.RECALL_HINT_TOP_K}.",
+    )
 
 
 class MemoryForgetArguments(ToolArguments):
-    memory_id = StrictUUIDField()
+    memory_id = StrictUUIDField(help_text="The id of the memory to forget.")
