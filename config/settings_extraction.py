@@ -1,0 +1,91 @@
+"""Extraction and consolidation proposals (README), part of config.settings: the utility
+model, when conversations are extracted, near-duplicate thresholds, and the periodic tasks
+Celery beat runs."""
+
+from config.env import ConfigurationError
+from config.settings_celery import CELERY_BROKER_TRANSPORT_OPTIONS
+from config.settings_embeddings import EMBEDDER, EMBEDDING_LOCAL_MODEL
+from config.settings_env import env
+
+# --- Utility model (extraction) ---------------------------------------------------------------
+LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
+LLM_API_KEY = env.str("LLM_API_KEY", default="")
+LLM_MODEL = env.str("LLM_MODEL", default="")
+LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
+
+# --- Extraction (README) ----------------------------------------------------------------------
+# Conversation trigger policy for the automatic path (scanner, posted messages):
+EXTRACTION_USER_MESSAGES = env.int("EXTRACTION_USER_MESSAGES", default=6)
+EXTRACTION_IDLE_MINUTES = env.float("EXTRACTION_IDLE_MINUTES", default=30.0)
+EXTRACTION_IDLE_MIN_USER_MESSAGES = env.int("EXTRACTION_IDLE_MIN_USER_MESSAGES", default=2)
+EXTRACTION_DENSE_AVERAGE_CHARS = env.int("EXTRACTION_DENSE_AVERAGE_CHARS", default=400)
+EXTRACTION_DENSE_MIN_USER_MESSAGES = env.int("EXTRACTION_DENSE_MIN_USER_MESSAGES", default=2)
+# Work sessions: every this many new user messages, managed projects only.
+EXTRACTION_WORK_USER_MESSAGES = env.int("EXTRACTION_WORK_USER_MESSAGES", default=10)
+EXTRACTION_MAX_MESSAGES_PER_RUN = env.int("EXTRACTION_MAX_MESSAGES_PER_RUN", default=200)
+EXTRACTION_LLM_ATTEMPTS = env.int("EXTRACTION_LLM_ATTEMPTS", default=3)
+EXTRACTION_LLM_BACKOFF_SECONDS = env.float("EXTRACTION_LLM_BACKOFF_SECONDS", default=2.0)
+# Cosine similarities mean different things per model: multilingual-e5-small gives "Likes
+# green tea" and "Likes black coffee" 0.925 and "Lives in Lisbon" and "Lives in Porto" 0.947,
+# and true rewordings 0.96-0.98; all-MiniLM-L6-v2 (and remote models such as OpenAI's)
+# spread them wider. Hence per-model defaults here and for CONSOLIDATION_SIMILARITY.
+_E5_SIMILARITIES = EMBEDDER == "local" and EMBEDDING_LOCAL_MODEL == "multilingual-e5-small"
+EXTRACTION_DUPLICATE_SIMILARITY = env.float(
+    "EXTRACTION_DUPLICATE_SIMILARITY", default=0.96 if _E5_SIMILARITIES else 0.92
+)
+# A write answers, as `similar_ids`, up to this many current memories of its scope that are
+# near duplicates of it (EXTRACTION_DUPLICATE_SIMILARITY); 0 skips the look-up.
+SAVE_SIMILAR_MAX = env.int("SAVE_SIMILAR_MAX", default=3)
+# ... for batches of at most this many items (one search per item); larger batches, bulk
+# loads, answer similar_ids null (not looked up).
+SAVE_SIMILAR_BATCH_MAX_ITEMS = env.int("SAVE_SIMILAR_BATCH_MAX_ITEMS", default=20)
+EXTRACTION_CLAIM_SECONDS = env.int("EXTRACTION_CLAIM_SECONDS", default=600)
+# CELERY_VISIBILITY_TIMEOUT_SECONDS, read in config/settings_celery.py.
+_visibility_timeout = CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
+if _visibility_timeout <= EXTRACTION_CLAIM_SECONDS:
+    # Else a task redelivered after its worker died finds its run still claimed, leaves it,
+    # and the run stays `running` for good.
+    raise ConfigurationError(
+        f"CELERY_VISIBILITY_TIMEOUT_SECONDS={_visibility_timeout} must be longer than "
+        f"EXTRACTION_CLAIM_SECONDS={EXTRACTION_CLAIM_SECONDS}: a task whose worker died is "
+        "delivered again after the first and may take its run over only after the second"
+    )
+EXTRACTION_SCAN_INTERVAL_SECONDS = env.int("EXTRACTION_SCAN_INTERVAL_SECONDS", default=300)
+CELERY_BEAT_SCHEDULE = {
+    "scan-extractions": {
+        "task": "extraction.tasks.scan_extractions_task",
+        "schedule": EXTRACTION_SCAN_INTERVAL_SECONDS,
+    },
+    # Erasures a crash stopped half-way (their users are hidden already): memories.erasure.
+    "finish-erasures": {
+        "task": "memories.tasks.finish_erasures_task",
+        "schedule": env.int("ERASURE_FINISH_INTERVAL_SECONDS", default=600, minimum=1),
+    },
+}
+# --- Consolidation proposals (README) ---------------------------------------------------------
+# Active memories of one user and scope at least this similar (cosine) are proposed as a merge;
+# one not recalled or updated for this many days (0: never), and not more important than
+# CONSOLIDATION_STALE_MAX_IMPORTANCE, as an archival. Reviewers decide; nothing changes before.
+CONSOLIDATION_SIMILARITY = env.float(
+    "CONSOLIDATION_SIMILARITY", default=0.955 if _E5_SIMILARITIES else 0.9
+)
+# The review pages show beside a candidate the user's memories at least this similar (e5:
+# related facts 0.88-0.91, unrelated ones 0.81-0.85; MiniLM spreads them from 0.3 up).
+REVIEW_SIMILAR_MIN_SIMILARITY = env.float(
+    "REVIEW_SIMILAR_MIN_SIMILARITY", default=0.87 if _E5_SIMILARITIES else 0.3
+)
+CONSOLIDATION_STALE_DAYS = env.int("CONSOLIDATION_STALE_DAYS", default=180, minimum=0)
+CONSOLIDATION_STALE_MAX_IMPORTANCE = env.float("CONSOLIDATION_STALE_MAX_IMPORTANCE", default=0.8)
+CONSOLIDATION_MAX_GROUP = env.int("CONSOLIDATION_MAX_GROUP", default=5, minimum=2)
+# How often Celery beat runs it (0: never; manage.py consolidate_memories runs it by hand).
+CONSOLIDATION_INTERVAL_SECONDS = env.int("CONSOLIDATION_INTERVAL_SECONDS", default=86400, minimum=0)
+if CONSOLIDATION_INTERVAL_SECONDS > 0:
+    CELERY_BEAT_SCHEDULE["consolidate-memories"] = {
+        "task": "memories.tasks.consolidate_memories_task",
+        "schedule": CONSOLIDATION_INTERVAL_SECONDS,
+    }
+# Called (by dotted path) as hook(kind="topic"|"work_session", source_id=...) once per post
+# that carried user messages (one message or a batch), after the write commits. A hook may
+# return the extraction it started as {"task_id", "status"} (the batch answer's `extraction`)
+# or None; one that raises is logged and fails nothing.
+MESSAGE_POSTED_HOOKS = ["extraction.triggers.message_posted"]

@@ -1,0 +1,108 @@
+"""Recall and the hint (README), part of config.settings. Defaults tuned on the LOCOMO dev set:
+docs/benchmarks.md."""
+
+from config.env import ConfigurationError
+from config.settings_embeddings import EMBEDDER, EMBEDDING_LOCAL_MODEL
+from config.settings_env import env
+
+RECALL_WEIGHT_RELEVANCE = env.float("RECALL_WEIGHT_RELEVANCE", default=0.55)
+RECALL_WEIGHT_IMPORTANCE = env.float("RECALL_WEIGHT_IMPORTANCE", default=0.15)
+RECALL_WEIGHT_RECENCY = env.float("RECALL_WEIGHT_RECENCY", default=0.15)
+# 0: chosen with one LOCOMO dev conversation left out, in every fold and on both memory texts
+# (docs/benchmarks.md, "Settings tried"): access counts recalled what was recalled before,
+# at the cost of what a question is about (+1.4 points recall@5, +1.0 recall@10 at 0 against
+# 0.10). The part stays in score_parts; a product that wants popularity sets a weight.
+RECALL_WEIGHT_FREQUENCY = env.float("RECALL_WEIGHT_FREQUENCY", default=0.0)
+RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
+# Relevance (memories/recall/scoring.py): a candidate counts when
+#   calibrated similarity + RECALL_ABOUT_USER_WEIGHT · min(about_user, RECALL_ABOUT_USER_CAP)
+#   + RECALL_KEYWORD_WEIGHT · keyword evidence  >=  RECALL_SIMILARITY_FLOOR,
+# or when the question is about the user (about_user >= RECALL_ABOUT_USER_FLOOR) and its
+# calibrated similarity reaches RECALL_NEAR_BEST_FLOOR within RECALL_NEAR_BEST_BAND of the
+# question's best (vague requests). RECALL_ABOUT_USER_CAP (none by default) caps the
+# classifier's bonus: 1 returns fewer memories for questions plainly about the user and keeps
+# fewer of the memories vague requests are about (docs/benchmarks.md). The calibrated
+# similarity is the cosine similarity in standard deviations above the question's similarity
+# to a fixed background of ordinary memories; about_user the log-odds that the question is
+# about the user
+# (memories/recall/calibration.py); keyword evidence the share of the query's word weight a
+# memory matched (0..1). Without an embedder, keyword evidence alone decides
+# (RECALL_KEYWORD_FLOOR). Relevance ranks by the calibrated similarity divided by
+# RECALL_SIMILARITY_SPAN (capped at 1). Fit per local model on the tuning part of
+# tests/data/vague_questions.json with LOCOMO dev recall kept (docs/benchmarks.md,
+# "Relevance"); a remote embedder (EMBEDDER=openai) starts from the default model's values.
+# fmt: off
+_RELEVANCE_DEFAULTS = {
+    "multilingual-e5-small": {
+        "floor": 2.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
+        "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0,
+        "vector_share": 0.7,
+    },
+    "all-MiniLM-L6-v2": {
+        "floor": 3.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
+        "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0,
+        "vector_share": 0.6,
+    },
+}
+# fmt: on
+_relevance = _RELEVANCE_DEFAULTS[
+    EMBEDDING_LOCAL_MODEL if EMBEDDER == "local" else "multilingual-e5-small"
+]
+# Share of the vector half in relevance; the keyword half gets the rest.
+RECALL_VECTOR_SHARE = env.float("RECALL_VECTOR_SHARE", default=_relevance["vector_share"])
+RECALL_SIMILARITY_FLOOR = env.float("RECALL_SIMILARITY_FLOOR", default=_relevance["floor"])
+RECALL_ABOUT_USER_WEIGHT = env.float(
+    "RECALL_ABOUT_USER_WEIGHT", default=_relevance["about_user_weight"]
+)
+RECALL_KEYWORD_WEIGHT = env.float("RECALL_KEYWORD_WEIGHT", default=_relevance["keyword_weight"])
+RECALL_ABOUT_USER_FLOOR = env.float(
+    "RECALL_ABOUT_USER_FLOOR", default=_relevance["about_user_floor"]
+)
+RECALL_ABOUT_USER_CAP = env.float("RECALL_ABOUT_USER_CAP", default=_relevance["about_user_cap"])
+RECALL_NEAR_BEST_FLOOR = env.float("RECALL_NEAR_BEST_FLOOR", default=_relevance["near_best"])
+RECALL_NEAR_BEST_BAND = env.float("RECALL_NEAR_BEST_BAND", default=_relevance["band"])
+RECALL_KEYWORD_FLOOR = env.float("RECALL_KEYWORD_FLOOR", default=_relevance["keyword"])
+RECALL_SIMILARITY_SPAN = env.float("RECALL_SIMILARITY_SPAN", default=_relevance["span"])
+if RECALL_SIMILARITY_SPAN <= 0:
+    raise ConfigurationError(f"RECALL_SIMILARITY_SPAN={RECALL_SIMILARITY_SPAN}: expected > 0")
+RECALL_SCOPE_BONUS = {
+    "session": env.float("RECALL_SCOPE_BONUS_SESSION", default=0.10),
+    "project": env.float("RECALL_SCOPE_BONUS_PROJECT", default=0.08),
+    "persona_user": env.float("RECALL_SCOPE_BONUS_PERSONA_USER", default=0.06),
+    "persona": env.float("RECALL_SCOPE_BONUS_PERSONA", default=0.03),
+    "user": env.float("RECALL_SCOPE_BONUS_USER", default=0.0),
+}
+# How many candidates each half (vector, keyword) brings before scoring.
+RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
+# SQLite: each process keeps the active vectors of the partitions it searches in memory, up to
+# this many MB (least recently searched dropped first), and searches them with one matrix
+# product: the same exact answer as sqlite-vec's scan, ~6x faster (100,000 vectors of 384
+# dimensions take 150 MB). A partition larger than this is searched by sqlite-vec; 0 turns
+# the mirror off. memories/recall/vector_store/sqlite_mirror.py.
+VECTOR_MIRROR_MB = env.int("VECTOR_MIRROR_MB", default=512, minimum=0)
+# The keyword half looks memories up by the rarest query words whose memory counts (in the
+# caller's own partitions) add up to at most this many rows, and ranks what it found by all
+# the words. Ranking costs time per matching row, and a word most memories hold says little
+# about which one is meant; see memories/recall/bm25.py and docs/benchmarks.md.
+RECALL_KEYWORD_ROW_BUDGET = env.int("RECALL_KEYWORD_ROW_BUDGET", default=500)
+# How many results recall gives when the request has no top_k: GET /api/memories/search, and
+# what a model is handed (POST /api/memories/context and the memory_context and memory_recall
+# tools). Fixed, not read from the environment: the endpoints' top_k bounds (50, 20) hold them.
+RECALL_SEARCH_TOP_K = 10
+RECALL_HINT_TOP_K = 5
+MEMORY_HINT_BUDGET_CHARS = env.int("MEMORY_HINT_BUDGET_CHARS", default=6000)
+# No memory line of the hint is longer than this share of the budget (a longer value is cut
+# with an ellipsis in the hint only), so one long memory cannot crowd out the others.
+MEMORY_HINT_MAX_SHARE = env.float("MEMORY_HINT_MAX_SHARE", default=0.25)
+if not 0 < MEMORY_HINT_MAX_SHARE <= 1:
+    raise ConfigurationError(
+        f"MEMORY_HINT_MAX_SHARE={MEMORY_HINT_MAX_SHARE}: expected a share above 0, at most 1"
+    )
+# What recall reads of a query: its last this many characters, from a word on. A context
+# query may be a whole message; the question is usually at its end (memories/recall/query.py).
+# 500: a few sentences. A text's vector is the mean of its tokens (multilingual-e5-small) or
+# of its first 256 tokens (all-MiniLM-L6-v2): the longer the part read, the less of the vector
+# is the question. With 1000, a question ending 20,000 characters about something else was
+# 3.05 background spreads from its memory and read as not about the user; with 500, 3.5 and
+# undecided; with 2000 MiniLM lost it entirely.
+RECALL_QUERY_READ_CHARS = env.int("RECALL_QUERY_READ_CHARS", default=500, minimum=1)
