@@ -22,38 +22,38 @@ shared 2-core machine are only as good as the machine is idle (see bench/README.
 
 import argparse
 import datetime as dt
-import http.client
 import json
-import multiprocessing
 import os
-import secrets
 import shlex
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlencode
 
 from bench.common import RESULTS, ROOT, embedder_description, git_commit, machine
 from bench.report import write_docs
-from bench.served_tables import OUTSIDE_STAGES, SEARCH_STAGES, markdown
+from bench.served_client import (
+    concurrent_batches,
+    concurrent_searches,
+    post_batches,
+    post_creates,
+    timed_searches,
+)
+from bench.served_roles import EXTERNAL_ID, setup_main, timer_main
+from bench.served_server import Server, Timer
+from bench.served_tables import markdown
 
-EXTERNAL_ID = "bench-served"
-WARM_UP = 10
-TOP_K = 10
+# The parts: bench/served_server.py starts and stops gunicorn and the timer process,
+# bench/served_client.py times the requests, bench/served_roles.py is what runs inside the
+# database (`python -m bench.served setup|timer`, dispatched at the end of this module).
+
 # Queries whose nearest RECALL_CANDIDATES found as the service finds them (SQLite: the
 # in-process mirror) are compared with the store's exact scan (sqlite-vec; on PostgreSQL an
 # exact scan without the HNSW index).
 EXACT_QUERIES = 50
 BATCH_CLIENTS = 2
-STARTUP_TIMEOUT_SECONDS = 180
-
-
-# --- the orchestrator ------------------------------------------------------------------------
 
 
 def main(argv: list[str]) -> None:
@@ -158,21 +158,21 @@ def _run_database(database: str, url: str | None, plan: dict, pg) -> dict:
             "gunicorn": {"workers": plan["workers"], "config": "config/gunicorn.conf.py"},
             "time_to_first_answer_s": round(first_answer, 2),
         }
-        out["search"] = _searches(server.port, headers, setup["queries"], timer)
+        out["search"] = timed_searches(server.port, headers, setup["queries"], timer)
         out["exact_top"] = timer.exactness(EXACT_QUERIES)
-        out["concurrent"] = _concurrent(
+        out["concurrent"] = concurrent_searches(
             server.port, headers, setup["queries"], plan["clients"], plan["seconds"]
         )
         items = setup["ingest"]
-        out["create"] = _creates(server.port, headers, items[: plan["creates"]])
+        out["create"] = post_creates(server.port, headers, items[: plan["creates"]])
         size, count = plan["batch_size"], plan["batches"]
         start = plan["creates"]
-        out["batch"] = _batches(
+        out["batch"] = post_batches(
             server.port, headers, items[start : start + size * count], size, count
         )
         # The same number of batches again from BATCH_CLIENTS clients at once: one client
         # leaves a core idle while the other embeds or writes; a bulk load runs several.
-        out["batch_concurrent"] = _concurrent_batches(
+        out["batch_concurrent"] = concurrent_batches(
             server.port, headers, items[start + size * count :], size, count, BATCH_CLIENTS
         )
         out["workers"] = server.worker_memory()
@@ -200,468 +200,6 @@ def _setup(url: str, plan: dict, tmp: Path) -> dict:
     setup = json.loads(out.read_text())
     (tmp / "queries.json").write_text(json.dumps(setup["queries"]))
     return setup
-
-
-class Server:
-    """gunicorn as the README's Production section runs it, on a free port of 127.0.0.1."""
-
-    def __init__(self, url: str, *, workers: int, log: Path) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.log = log
-        self.workers = workers
-        self.env = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in ("DJANGO_SETTINGS_MODULE", "DEBUG", "CELERY_BROKER_URL")
-        }
-        self.env.update(
-            DEBUG="false",
-            SECRET_KEY=secrets.token_urlsafe(50),
-            DATABASE_URL=url,
-            ALLOWED_HOSTS="127.0.0.1,localhost",
-            # Each answer's Server-Timing header: where its time went (ops.timing).
-            SERVER_TIMING="true",
-        )
-        self.process: subprocess.Popen | None = None
-
-    def start(self, headers: dict) -> float:
-        """Start gunicorn; seconds until it answered an authenticated request."""
-        command = [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py"]
-        command += ["--workers", str(self.workers), "--bind", f"127.0.0.1:{self.port}"]
-        started = time.perf_counter()
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(
-                command, cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT
-            )
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"gunicorn exited:\n{self.log.read_text()[-3000:]}")
-            if time.perf_counter() - started > STARTUP_TIMEOUT_SECONDS:
-                raise RuntimeError(f"gunicorn did not answer:\n{self.log.read_text()[-3000:]}")
-            try:
-                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-                connection.request("GET", "/api/memories/count", headers=headers)
-                response = connection.getresponse()
-                body = response.read()
-                connection.close()
-            except OSError:
-                time.sleep(0.02)
-                continue
-            if response.status != 200:
-                raise RuntimeError(f"/api/memories/count answered {response.status}: {body!r}")
-            return time.perf_counter() - started
-
-    def worker_pids(self) -> list[int]:
-        pid = self.process.pid
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        return [int(child) for child in children]
-
-    def worker_memory(self) -> list[dict]:
-        """RSS and PSS (RSS with shared pages split among their sharers) per worker, MB."""
-        workers = []
-        for pid in self.worker_pids():
-            row = {"pid": pid}
-            for name, path, field in (
-                ("rss_mb", "status", "VmRSS:"),
-                ("pss_mb", "smaps_rollup", "Pss:"),
-            ):
-                try:
-                    for line in Path(f"/proc/{pid}/{path}").read_text().splitlines():
-                        if line.startswith(field):
-                            row[name] = round(int(line.split()[1]) / 1024, 1)
-                except OSError:
-                    pass
-            workers.append(row)
-        return workers
-
-    def ready_lines(self) -> list[str]:
-        lines = self.log.read_text(errors="replace").splitlines()
-        return [line for line in lines if "ready in" in line or "Booting worker" in line]
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-
-
-class Timer:
-    """The timer process: bare KNN and query embedding of one query per call, in process."""
-
-    def __init__(self, url: str, queries: Path) -> None:
-        command = [sys.executable, "-m", "bench.served", "timer", "--database-url", url]
-        command += ["--queries", str(queries)]
-        self.process = subprocess.Popen(
-            command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-        )
-        if self.process.stdout.readline().strip() != "ready":
-            raise RuntimeError("the timer process did not start")
-
-    def time(self, index: int) -> dict:
-        self.process.stdin.write(f"{index}\n")
-        self.process.stdin.flush()
-        return json.loads(self.process.stdout.readline())
-
-    def exactness(self, queries: int) -> dict:
-        """Share of the exact nearest RECALL_CANDIDATES that the service's search finds."""
-        self.process.stdin.write(f"exact {queries}\n")
-        self.process.stdin.flush()
-        return json.loads(self.process.stdout.readline())
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.stdin.close()
-            self.process.wait(timeout=30)
-
-
-def _request(connection, method: str, path: str, headers: dict, body=None, expect=200):
-    return _exchange(connection, method, path, headers, body, expect)[0]
-
-
-def _exchange(connection, method: str, path: str, headers: dict, body=None, expect=200):
-    """The body of the answer and its Server-Timing stages ({name: ms})."""
-    from ops.timing import parse_header
-
-    if body is not None:
-        body = json.dumps(body)
-        headers = {**headers, "Content-Type": "application/json"}
-    connection.request(method, path, body=body, headers=headers)
-    response = connection.getresponse()
-    data = response.read()
-    if response.status != expect:
-        raise RuntimeError(f"{method} {path} answered {response.status}: {data[:300]!r}")
-    if response.getheader("Connection", "").lower() == "close":
-        raise RuntimeError(f"{method} {path} answered Connection: close (no keep-alive)")
-    return data, parse_header(response.getheader("Server-Timing", ""))
-
-
-def _search_path(query: str) -> str:
-    return "/api/memories/search?" + urlencode({"q": query, "top_k": TOP_K})
-
-
-def _searches(port: int, headers: dict, queries: list[str], timer: Timer) -> dict:
-    from bench.metrics import latency_summary
-
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    n = len(queries)
-    for j in range(min(WARM_UP, n)):
-        _request(connection, "GET", _search_path(queries[j]), headers)
-        timer.time(j)
-    http_seconds, knn_seconds, embed_seconds, stages = [], [], [], []
-    for j in range(n):
-        started = time.perf_counter()
-        _, timings = _exchange(connection, "GET", _search_path(queries[j]), headers)
-        http_seconds.append(time.perf_counter() - started)
-        stages.append(timings)
-        timed = timer.time((j + n // 2) % n)
-        knn_seconds.append(timed["knn"])
-        embed_seconds.append(timed["embed"])
-    connection.close()
-    out = {
-        "http": latency_summary(http_seconds),
-        "knn": latency_summary(knn_seconds),
-        "embed": latency_summary(embed_seconds),
-    }
-    for p in ("p50", "p95"):
-        floor = out["knn"][f"{p}_ms"] + out["embed"][f"{p}_ms"]
-        out[f"ratio_http_to_knn_plus_embed_{p}"] = round(out["http"][f"{p}_ms"] / floor, 2)
-    out["breakdown"] = breakdown(http_seconds, stages)
-    return out
-
-
-# The stages of one search in the order it goes through them (ops.timing names), then what
-# is left: Django's own work outside them, and the server and the network.
-def breakdown(http_seconds: list[float], stages: list[dict]) -> list[dict]:
-    """Per stage of the Server-Timing headers: mean, p50 and p95 in ms, and its share of the
-    mean HTTP time. The rows add up to the HTTP time: the rest of the app's time (routing,
-    middleware, parameters) and what the client measured beyond the app's time (gunicorn,
-    the socket, HTTP) are rows of their own."""
-    from bench.metrics import latency_summary
-
-    if not stages or not all("app" in timings for timings in stages):
-        raise RuntimeError("an answer had no Server-Timing header (SERVER_TIMING is off?)")
-    per_request = []
-    for seconds, timings in zip(http_seconds, stages, strict=True):
-        row = {name: timings.get(name, 0.0) for name, _ in SEARCH_STAGES}
-        row[OUTSIDE_STAGES[0]] = timings["app"] - sum(row.values())
-        row[OUTSIDE_STAGES[1]] = seconds * 1000 - timings["app"]
-        per_request.append(row)
-    labels = dict(SEARCH_STAGES)
-    total = sum(seconds * 1000 for seconds in http_seconds) / len(http_seconds)
-    rows = []
-    for name in per_request[0]:
-        summary = latency_summary([row[name] / 1000 for row in per_request])
-        rows.append(
-            {
-                "stage": name,
-                "what": labels.get(name, name),
-                "mean_ms": summary["mean_ms"],
-                "p50_ms": summary["p50_ms"],
-                "p95_ms": summary["p95_ms"],
-                "share": round(summary["mean_ms"] / total, 3),
-            }
-        )
-    return rows
-
-
-def _client(port, headers, queries, offset, seconds, barrier, results) -> None:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    _request(connection, "GET", _search_path(queries[offset % len(queries)]), headers)
-    barrier.wait()
-    deadline = time.perf_counter() + seconds
-    latencies, errors, i = [], 0, offset
-    while time.perf_counter() < deadline:
-        started = time.perf_counter()
-        try:
-            _request(connection, "GET", _search_path(queries[i % len(queries)]), headers)
-            latencies.append(time.perf_counter() - started)
-        except (RuntimeError, OSError):
-            errors += 1
-            connection.close()
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        i += 1
-    results.put((latencies, errors))
-
-
-def _concurrent(port, headers, queries, clients: int, seconds: float) -> dict:
-    """clients processes, each on its own keep-alive connection, searching for `seconds`."""
-    from bench.metrics import latency_summary
-
-    context = multiprocessing.get_context("fork")
-    barrier = context.Barrier(clients + 1)
-    results = context.Queue()
-    step = max(1, len(queries) // clients)
-    processes = [
-        context.Process(
-            target=_client, args=(port, headers, queries, i * step, seconds, barrier, results)
-        )
-        for i in range(clients)
-    ]
-    for process in processes:
-        process.start()
-    barrier.wait()
-    started = time.perf_counter()
-    collected = [results.get(timeout=seconds + 120) for _ in processes]
-    wall = time.perf_counter() - started
-    for process in processes:
-        process.join()
-    latencies = [s for got, _ in collected for s in got]
-    return {
-        "clients": clients,
-        "seconds": round(wall, 1),
-        "searches": len(latencies),
-        "errors": sum(errors for _, errors in collected),
-        "searches_per_s": round(len(latencies) / wall, 1),
-        "latency": latency_summary(latencies) if latencies else None,
-    }
-
-
-def _creates(port, headers, items) -> dict:
-    from bench.metrics import latency_summary
-
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    seconds = []
-    for i, (key, value) in enumerate(items):
-        started = time.perf_counter()
-        _request(connection, "POST", "/api/memories", headers, {"key": key, "value": value}, 201)
-        if i >= min(5, len(items) // 5):  # the first few warm up the write path
-            seconds.append(time.perf_counter() - started)
-    connection.close()
-    summary = latency_summary(seconds)
-    summary["creates_per_s"] = round(len(seconds) / sum(seconds), 1)
-    return summary
-
-
-def _batches(port, headers, items, batch_size: int, batches: int) -> dict:
-    from bench.metrics import latency_summary
-
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
-    seconds, stages = [], []
-    for b in range(batches):
-        chunk = items[b * batch_size : (b + 1) * batch_size]
-        body = {"memories": [{"key": key, "value": value} for key, value in chunk]}
-        started = time.perf_counter()
-        _, timings = _exchange(connection, "POST", "/api/memories/batch", headers, body, 201)
-        seconds.append(time.perf_counter() - started)
-        stages.append(timings)
-    connection.close()
-    # Where a batch's time went (Server-Timing): embedding the texts, writing the rows.
-    split = {
-        f"{stage}_ms_mean": round(sum(t.get(stage, 0.0) for t in stages) / len(stages), 1)
-        for stage in ("embedding", "write", "app")
-    }
-    return {
-        **split,
-        "batch_size": batch_size,
-        "batches": batches,
-        "memories": batch_size * batches,
-        "seconds": round(sum(seconds), 2),
-        "memories_per_s": round(batch_size * batches / sum(seconds), 1),
-        "per_batch": latency_summary(seconds),
-    }
-
-
-def _batch_client(port, headers, items, batch_size, batches, barrier, results) -> None:
-    barrier.wait()
-    results.put(_batches(port, headers, items, batch_size, batches))
-
-
-def _concurrent_batches(port, headers, items, batch_size: int, batches: int, clients: int):
-    """`batches` batches split over `clients` client processes posting at once."""
-    context = multiprocessing.get_context("fork")
-    barrier = context.Barrier(clients + 1)
-    results = context.Queue()
-    each = batches // clients
-    processes = [
-        context.Process(
-            target=_batch_client,
-            args=(
-                port,
-                headers,
-                items[i * each * batch_size : (i + 1) * each * batch_size],
-                batch_size,
-                each,
-                barrier,
-                results,
-            ),
-        )
-        for i in range(clients)
-    ]
-    for process in processes:
-        process.start()
-    barrier.wait()
-    started = time.perf_counter()
-    collected = [results.get(timeout=600) for _ in processes]
-    wall = time.perf_counter() - started
-    for process in processes:
-        process.join()
-    memories = sum(c["memories"] for c in collected)
-    return {
-        "clients": clients,
-        "batch_size": batch_size,
-        "memories": memories,
-        "seconds": round(wall, 2),
-        "memories_per_s": round(memories / wall, 1),
-    }
-
-
-def setup_main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.served setup")
-    parser.add_argument("--database-url", required=True)
-    parser.add_argument("--memories", type=int, required=True)
-    parser.add_argument("--queries", type=int, required=True)
-    parser.add_argument("--ingest", type=int, required=True)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-
-    from bench import dj
-
-    dj.setup(args.database_url)
-    import numpy as np
-
-    from bench import bulk
-    from bench.synthetic import Corpus, vocabulary
-    from memories.accounts import external_user_create
-    from memories.api_keys import api_key_create
-    from memories.embedders import get_embedder
-
-    embedder = get_embedder()
-    words = vocabulary()
-    word_vectors = dict(
-        zip(words, np.asarray(embedder.embed(words), dtype=np.float32), strict=True)
-    )
-    corpus = Corpus(word_vectors)
-    queries = corpus.queries(args.queries)
-    user = external_user_create(external_id=EXTERNAL_ID)
-    _, raw_key = api_key_create(name="bench served", scopes=["read", "write"])
-    items, vectors = corpus.memories(args.memories)
-    load = bulk.load(user, items, vectors, model=embedder.model_name)
-    # Texts for the write timings, keyed apart from the loaded ones.
-    ingest, _ = corpus.memories(args.ingest, start=args.memories)
-    Path(args.out).write_text(
-        json.dumps(
-            {
-                "key": raw_key,
-                "queries": queries,
-                "ingest": [(f"ingest-{key}", value) for key, value in ingest],
-                "load": load,
-                "database": dj.database_info(),
-            }
-        )
-    )
-
-
-def timer_main(argv: list[str]) -> None:
-    """Reads query indices from stdin, one a line; answers {"knn": s, "embed": s} lines."""
-    parser = argparse.ArgumentParser(prog="python -m bench.served timer")
-    parser.add_argument("--database-url", required=True)
-    parser.add_argument("--queries", required=True)
-    args = parser.parse_args(argv)
-
-    from bench import dj
-
-    dj.setup(args.database_url)
-    from django.conf import settings
-
-    from memories.embedders import get_embedder
-    from memories.models import Status, User
-    from memories.recall.scopes import recall_scopes
-    from memories.recall.vector_store import get_vector_store
-
-    queries = json.loads(Path(args.queries).read_text())
-    embedder = get_embedder()
-    vectors = embedder.embed_queries(queries)
-    user = User.objects.get(external_id=EXTERNAL_ID)
-    partitions = [scope.partition for scope in recall_scopes(user=user)]
-    store = get_vector_store()
-    k = settings.RECALL_CANDIDATES
-    print("ready", flush=True)
-    for line in sys.stdin:
-        if line.startswith("exact "):
-            print(json.dumps(_exactness(store, vectors, partitions, k, int(line.split()[1]))))
-            sys.stdout.flush()
-            continue
-        index = int(line)
-        started = time.perf_counter()
-        store.nearest(vector=vectors[index], partitions=partitions, k=k, status=Status.ACTIVE)
-        knn = time.perf_counter() - started
-        started = time.perf_counter()
-        embedder.embed_queries([queries[index]])
-        embed = time.perf_counter() - started
-        print(json.dumps({"knn": knn, "embed": embed}), flush=True)
-
-
-def _exactness(store, vectors, partitions, k: int, queries: int) -> dict:
-    """The service's nearest k (outside a transaction: SQLite's mirror, PostgreSQL's HNSW
-    index) against an exact scan (SQLite: sqlite-vec, which the store asks inside a
-    transaction; PostgreSQL: the same statement with index scans off)."""
-    from django.db import connection, transaction
-
-    from memories.models import Status
-
-    found = []
-    for vector in vectors[:queries]:
-        served = store.nearest(vector=vector, partitions=partitions, k=k, status=Status.ACTIVE)
-        with transaction.atomic():
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute("SET LOCAL enable_indexscan = off")
-            exact = store.nearest(vector=vector, partitions=partitions, k=k, status=Status.ACTIVE)
-        wanted = {n.memory_id for n in exact}
-        found.append(len(wanted & {n.memory_id for n in served}) / max(1, len(wanted)))
-    return {
-        "queries": len(found),
-        "k": k,
-        "recall_of_exact": round(sum(found) / len(found), 4),
-        "lowest": round(min(found), 4),
-        "served_by": "in-process mirror" if connection.vendor == "sqlite" else "HNSW index",
-    }
 
 
 if __name__ == "__main__":

@@ -1,0 +1,37 @@
+"""What the sections of docs/benchmarks.md (bench/report.py) share: the cells of their tables,
+which results file is the newest with a part, and a section's run details."""
+
+
+def cell(block: dict | None) -> str:
+    if not block or block.get("recall@10") is None:
+        return "–"
+    return f"{block['recall@5']:.3f} / {block['recall@10']:.3f}"
+
+
+def pct(d: dict) -> str:
+    return f"{d['p50_ms']:.1f} / {d['p95_ms']:.1f}"
+
+
+def newest_result(found: list, part: str):
+    best = None
+    for name, data in found:
+        if part in data and (best is None or data["meta"]["date"] >= best[1]["meta"]["date"]):
+            best = (name, data)
+    return best
+
+
+def meta_lines(name: str, data: dict) -> list[str]:
+    meta = data["meta"]
+    m = meta["machine"]
+    return [
+        f"- results file: `bench/results/{name}`; command: `.venv/bin/{meta['command']}`",
+        f"- date (UTC): {meta['date']}; code: {meta['git']}; whole run: {meta['seconds']:.0f} s",
+        f"- machine: nproc {m['nproc']}, {m.get('cpu', '?')}, {m.get('memory_gib', '?')} GiB, "
+        f"Python {m['python']}, {m['platform']}",
+    ]
+
+
+def section_start(title: str, name: str, data: dict, part: str) -> tuple[list, list, dict]:
+    """A section's heading and run details, its databases and the first database's block."""
+    databases = list(data[part])
+    return ["## " + title, "", *meta_lines(name, data)], databases, data[part][databases[0]]

@@ -1,0 +1,247 @@
+"""The load client of `python -m bench served` (bench/served.py): timed requests to the
+gunicorn it started, over keep-alive connections as a product holds them; searches one at a
+time and from several client processes at once, single and batched creates."""
+
+import http.client
+import json
+import multiprocessing
+import time
+from urllib.parse import urlencode
+
+from bench.served_server import Timer
+from bench.served_tables import OUTSIDE_STAGES, SEARCH_STAGES
+
+WARM_UP = 10
+TOP_K = 10
+
+
+def request(connection, method: str, path: str, headers: dict, body=None, expect=200):
+    return exchange(connection, method, path, headers, body, expect)[0]
+
+
+def exchange(connection, method: str, path: str, headers: dict, body=None, expect=200):
+    """The body of the answer and its Server-Timing stages ({name: ms})."""
+    from ops.timing import parse_header
+
+    if body is not None:
+        body = json.dumps(body)
+        headers = {**headers, "Content-Type": "application/json"}
+    connection.request(method, path, body=body, headers=headers)
+    response = connection.getresponse()
+    data = response.read()
+    if response.status != expect:
+        raise RuntimeError(f"{method} {path} answered {response.status}: {data[:300]!r}")
+    if response.getheader("Connection", "").lower() == "close":
+        raise RuntimeError(f"{method} {path} answered Connection: close (no keep-alive)")
+    return data, parse_header(response.getheader("Server-Timing", ""))
+
+
+def search_path(query: str) -> str:
+    return "/api/memories/search?" + urlencode({"q": query, "top_k": TOP_K})
+
+
+def timed_searches(port: int, headers: dict, queries: list[str], timer: Timer) -> dict:
+    from bench.metrics import latency_summary
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    n = len(queries)
+    for j in range(min(WARM_UP, n)):
+        request(connection, "GET", search_path(queries[j]), headers)
+        timer.time(j)
+    http_seconds, knn_seconds, embed_seconds, stages = [], [], [], []
+    for j in range(n):
+        started = time.perf_counter()
+        _, timings = exchange(connection, "GET", search_path(queries[j]), headers)
+        http_seconds.append(time.perf_counter() - started)
+        stages.append(timings)
+        timed = timer.time((j + n // 2) % n)
+        knn_seconds.append(timed["knn"])
+        embed_seconds.append(timed["embed"])
+    connection.close()
+    out = {
+        "http": latency_summary(http_seconds),
+        "knn": latency_summary(knn_seconds),
+        "embed": latency_summary(embed_seconds),
+    }
+    for p in ("p50", "p95"):
+        floor = out["knn"][f"{p}_ms"] + out["embed"][f"{p}_ms"]
+        out[f"ratio_http_to_knn_plus_embed_{p}"] = round(out["http"][f"{p}_ms"] / floor, 2)
+    out["breakdown"] = breakdown(http_seconds, stages)
+    return out
+
+
+# The stages of one search in the order it goes through them (ops.timing names), then what
+# is left: Django's own work outside them, and the server and the network.
+def breakdown(http_seconds: list[float], stages: list[dict]) -> list[dict]:
+    """Per stage of the Server-Timing headers: mean, p50 and p95 in ms, and its share of the
+    mean HTTP time. The rows add up to the HTTP time: the rest of the app's time (routing,
+    middleware, parameters) and what the client measured beyond the app's time (gunicorn,
+    the socket, HTTP) are rows of their own."""
+    from bench.metrics import latency_summary
+
+    if not stages or not all("app" in timings for timings in stages):
+        raise RuntimeError("an answer had no Server-Timing header (SERVER_TIMING is off?)")
+    per_request = []
+    for seconds, timings in zip(http_seconds, stages, strict=True):
+        row = {name: timings.get(name, 0.0) for name, _ in SEARCH_STAGES}
+        row[OUTSIDE_STAGES[0]] = timings["app"] - sum(row.values())
+        row[OUTSIDE_STAGES[1]] = seconds * 1000 - timings["app"]
+        per_request.append(row)
+    labels = dict(SEARCH_STAGES)
+    total = sum(seconds * 1000 for seconds in http_seconds) / len(http_seconds)
+    rows = []
+    for name in per_request[0]:
+        summary = latency_summary([row[name] / 1000 for row in per_request])
+        rows.append(
+            {
+                "stage": name,
+                "what": labels.get(name, name),
+                "mean_ms": summary["mean_ms"],
+                "p50_ms": summary["p50_ms"],
+                "p95_ms": summary["p95_ms"],
+                "share": round(summary["mean_ms"] / total, 3),
+            }
+        )
+    return rows
+
+
+def _search_client(port, headers, queries, offset, seconds, barrier, results) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    request(connection, "GET", search_path(queries[offset % len(queries)]), headers)
+    barrier.wait()
+    deadline = time.perf_counter() + seconds
+    latencies, errors, i = [], 0, offset
+    while time.perf_counter() < deadline:
+        started = time.perf_counter()
+        try:
+            request(connection, "GET", search_path(queries[i % len(queries)]), headers)
+            latencies.append(time.perf_counter() - started)
+        except (RuntimeError, OSError):
+            errors += 1
+            connection.close()
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        i += 1
+    results.put((latencies, errors))
+
+
+def concurrent_searches(port, headers, queries, clients: int, seconds: float) -> dict:
+    """clients processes, each on its own keep-alive connection, searching for `seconds`."""
+    from bench.metrics import latency_summary
+
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(clients + 1)
+    results = context.Queue()
+    step = max(1, len(queries) // clients)
+    processes = [
+        context.Process(
+            target=_search_client,
+            args=(port, headers, queries, i * step, seconds, barrier, results),
+        )
+        for i in range(clients)
+    ]
+    for process in processes:
+        process.start()
+    barrier.wait()
+    started = time.perf_counter()
+    collected = [results.get(timeout=seconds + 120) for _ in processes]
+    wall = time.perf_counter() - started
+    for process in processes:
+        process.join()
+    latencies = [s for got, _ in collected for s in got]
+    return {
+        "clients": clients,
+        "seconds": round(wall, 1),
+        "searches": len(latencies),
+        "errors": sum(errors for _, errors in collected),
+        "searches_per_s": round(len(latencies) / wall, 1),
+        "latency": latency_summary(latencies) if latencies else None,
+    }
+
+
+def post_creates(port, headers, items) -> dict:
+    from bench.metrics import latency_summary
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    seconds = []
+    for i, (key, value) in enumerate(items):
+        started = time.perf_counter()
+        request(connection, "POST", "/api/memories", headers, {"key": key, "value": value}, 201)
+        if i >= min(5, len(items) // 5):  # the first few warm up the write path
+            seconds.append(time.perf_counter() - started)
+    connection.close()
+    summary = latency_summary(seconds)
+    summary["creates_per_s"] = round(len(seconds) / sum(seconds), 1)
+    return summary
+
+
+def post_batches(port, headers, items, batch_size: int, batches: int) -> dict:
+    from bench.metrics import latency_summary
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    seconds, stages = [], []
+    for b in range(batches):
+        chunk = items[b * batch_size : (b + 1) * batch_size]
+        body = {"memories": [{"key": key, "value": value} for key, value in chunk]}
+        started = time.perf_counter()
+        _, timings = exchange(connection, "POST", "/api/memories/batch", headers, body, 201)
+        seconds.append(time.perf_counter() - started)
+        stages.append(timings)
+    connection.close()
+    # Where a batch's time went (Server-Timing): embedding the texts, writing the rows.
+    split = {
+        f"{stage}_ms_mean": round(sum(t.get(stage, 0.0) for t in stages) / len(stages), 1)
+        for stage in ("embedding", "write", "app")
+    }
+    return {
+        **split,
+        "batch_size": batch_size,
+        "batches": batches,
+        "memories": batch_size * batches,
+        "seconds": round(sum(seconds), 2),
+        "memories_per_s": round(batch_size * batches / sum(seconds), 1),
+        "per_batch": latency_summary(seconds),
+    }
+
+
+def _batch_client(port, headers, items, batch_size, batches, barrier, results) -> None:
+    barrier.wait()
+    results.put(post_batches(port, headers, items, batch_size, batches))
+
+
+def concurrent_batches(port, headers, items, batch_size: int, batches: int, clients: int):
+    """`batches` batches split over `clients` client processes posting at once."""
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(clients + 1)
+    results = context.Queue()
+    each = batches // clients
+    processes = [
+        context.Process(
+            target=_batch_client,
+            args=(
+                port,
+                headers,
+                items[i * each * batch_size : (i + 1) * each * batch_size],
+                batch_size,
+                each,
+                barrier,
+                results,
+            ),
+        )
+        for i in range(clients)
+    ]
+    for process in processes:
+        process.start()
+    barrier.wait()
+    started = time.perf_counter()
+    collected = [results.get(timeout=600) for _ in processes]
+    wall = time.perf_counter() - started
+    for process in processes:
+        process.join()
+    memories = sum(c["memories"] for c in collected)
+    return {
+        "clients": clients,
+        "batch_size": batch_size,
+        "memories": memories,
+        "seconds": round(wall, 2),
+        "memories_per_s": round(memories / wall, 1),
+    }
