@@ -11,29 +11,17 @@ from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from extraction.models import ExtractionRun, RunStatus
 from memories import consolidation, selectors, services
 from memories.errors import ServiceError
-from memories.models import (
-    ConsolidationProposal,
-    Memory,
-    Message,
-    ProposalKind,
-    ProposalStatus,
-    Status,
-    Topic,
-    WorkSession,
-    WorkSessionMessage,
-)
+from memories.models import Memory, ProposalKind, Status, Topic, WorkSession
+from review import selectors as review_selectors
 from review.forms import (
-    AGES,
     BulkActionForm,
     MemoryEditForm,
     ProposalDecisionForm,
@@ -43,6 +31,7 @@ from review.forms import (
 
 PAGE_SIZE = 25
 RECENT_RUNS = 15
+RECENT_FAILURES = 10
 CONVERSATION_MESSAGES = 200
 
 
@@ -70,64 +59,29 @@ def dashboard(request):
     nothing and call no model, so they are counted apart), the last runs and the last day's
     failures with their errors, and the consolidation proposals waiting."""
     since = timezone.now() - timedelta(days=1)
-    runs = ExtractionRun.objects.filter(created_at__gte=since).aggregate(
-        total=Count("id", filter=~Q(status=RunStatus.SKIPPED)),
-        failed=Count("id", filter=Q(status=RunStatus.FAILED)),
-        done=Count("id", filter=Q(status=RunStatus.DONE)),
-        skipped=Count("id", filter=Q(status=RunStatus.SKIPPED)),
-    )
-    recent_runs = (
-        ExtractionRun.objects.exclude(status=RunStatus.SKIPPED)
-        .select_related("user")
-        .order_by("-created_at", "-id")[:RECENT_RUNS]
-    )
-    recent_failures = (
-        ExtractionRun.objects.filter(created_at__gte=since, status=RunStatus.FAILED)
-        .select_related("user")
-        .order_by("-created_at", "-id")[:10]
-    )
     return render(
         request,
         "review/dashboard.html",
         {
+            "runs": review_selectors.extraction_run_counts(since=since),
             "counts": selectors.memory_status_counts(),
-            "runs": runs,
-            "recent_runs": recent_runs,
-            "recent_failures": recent_failures,
-            "proposals_pending": ConsolidationProposal.objects.filter(
-                status=ProposalStatus.PENDING
-            ).count(),
+            "recent_runs": review_selectors.recent_extraction_runs(limit=RECENT_RUNS),
+            "recent_failures": review_selectors.failed_extraction_runs(
+                since=since, limit=RECENT_FAILURES
+            ),
+            "proposals_pending": review_selectors.pending_proposal_count(),
         },
     )
-
-
-def _filtered(pending, filters: QueueFilterForm):
-    filters.is_valid()  # invalid fields drop out of cleaned_data; the rest still apply
-    data = filters.cleaned_data
-    for name in ("user", "persona", "scope", "source", "category"):
-        if data.get(name):
-            pending = pending.filter(**{name: data[name]})
-    for name in ("source_topic", "source_work_session"):
-        if data.get(name):
-            pending = pending.filter(**{f"{name}_id": data[name]})
-    now = timezone.now()
-    for value, _, newer_than, older_than in AGES:
-        if data.get("age") == value:
-            if newer_than:
-                pending = pending.filter(created_at__gte=now - newer_than)
-            if older_than:
-                pending = pending.filter(created_at__lt=now - older_than)
-    return pending
 
 
 @staff_required
 def queue(request):
     filters = QueueFilterForm(request.GET or None)
-    pending = selectors.pending_memories(actor=request.user).select_related(
-        "user", "persona", "project", "topic", "supersedes", "source_topic", "source_work_session"
-    )
+    chosen = {}
     if request.GET:
-        pending = _filtered(pending, filters)
+        filters.is_valid()  # invalid fields drop out of cleaned_data; the rest still apply
+        chosen = filters.cleaned_data
+    pending = review_selectors.queue_memories(actor=request.user, filters=chosen)
     page = Paginator(pending, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = list(page.object_list)
     similar = selectors.similar_memories(rows)
@@ -202,11 +156,7 @@ def decide(request, memory_id):
 @staff_required
 @require_http_methods(["GET", "POST"])
 def edit(request, memory_id):
-    memory = (
-        Memory.objects.select_related("source_topic", "source_work_session", "supersedes")
-        .filter(id=memory_id, deleted_at__isnull=True)
-        .first()
-    )
+    memory = review_selectors.memory_to_edit(memory_id)
     if memory is None:
         raise Http404("No such memory.")
     if request.method == "POST":
@@ -254,8 +204,7 @@ def _memory_of(source: Topic | WorkSession, memory_id: str) -> Memory | None:
         parsed_id = uuid.UUID(memory_id)
     except ValueError:
         return None
-    field = "source_topic" if isinstance(source, Topic) else "source_work_session"
-    return Memory.objects.filter(id=parsed_id, **{field: source}).first()
+    return review_selectors.memory_from_source(source, parsed_id)
 
 
 @staff_required
@@ -263,27 +212,12 @@ def conversation(request, kind: str, source_id):
     """A conversation (topic) or work session as extraction read it, with the messages a
     memory (?memory=<id>) was extracted from marked: the first of them and the messages around
     it, or, without any, the last messages before the memory was made."""
-    source: Topic | WorkSession | None
-    if kind == "topic":
-        source = Topic.objects.select_related("user").filter(id=source_id).first()
-    elif kind == "work-session":
-        source = WorkSession.objects.select_related("user", "project").filter(id=source_id).first()
-    else:
-        source = None
+    source = review_selectors.conversation_source(kind, source_id)
     if source is None:
         raise Http404("No such conversation.")
     memory = _memory_of(source, request.GET.get("memory", ""))
     cited = set(memory.source_message_ids) if memory else set()
-    all_messages: QuerySet[Message | WorkSessionMessage] = source.messages.order_by("id")
-    if cited:
-        first = min(cited)
-        before = list(all_messages.filter(id__lt=first).order_by("-id")[:10])[::-1]
-        shown = before + list(all_messages.filter(id__gte=first)[:CONVERSATION_MESSAGES])
-    elif memory is not None:
-        made_before = all_messages.filter(created_at__lte=memory.created_at).order_by("-id")
-        shown = list(made_before[:CONVERSATION_MESSAGES])[::-1]
-    else:
-        shown = list(all_messages.order_by("-id")[:CONVERSATION_MESSAGES])[::-1]
+    shown = review_selectors.conversation_window(source, memory=memory, limit=CONVERSATION_MESSAGES)
     return render(
         request,
         "review/conversation.html",
@@ -292,7 +226,7 @@ def conversation(request, kind: str, source_id):
             "kind": "conversation" if kind == "topic" else "work session",
             "memory": memory,
             "rows": [(message, message.id in cited) for message in shown],
-            "total": all_messages.count(),
+            "total": review_selectors.conversation_message_count(source),
         },
     )
 
@@ -301,11 +235,8 @@ def conversation(request, kind: str, source_id):
 def proposals(request):
     """Pending consolidation proposals with the memories they merge or archive."""
     filters = ProposalFilterForm(request.GET or None)
-    pending = consolidation.proposals_for_review(actor=request.user).filter(
-        status=ProposalStatus.PENDING
-    )
-    if filters.is_valid() and filters.cleaned_data.get("kind"):
-        pending = pending.filter(kind=filters.cleaned_data["kind"])
+    kind = (filters.cleaned_data.get("kind") or "") if filters.is_valid() else ""
+    pending = review_selectors.pending_proposals(actor=request.user, kind=kind)
     page = Paginator(pending, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
