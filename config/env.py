@@ -1,4 +1,4 @@
-"""Reading the environment for config/settings.py: typed and strict.
+"""Reading the environment for config/settings*.py: typed and strict.
 
 django-environ reads `DEBUG=maybe` as false and lets `RECALL_WEIGHT_RELEVANCE=1.5x` fail with a
 bare ValueError deep in a traceback. Here every typed variable is checked when settings load,
