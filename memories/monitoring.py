@@ -1,16 +1,29 @@
 """What memories adds to the operations endpoints: the embedder's readiness check for /readyz
 and the review queue's gauge for /metrics (registered in MemoriesConfig.ready)."""
 
+import logging
+
 from prometheus_client.core import GaugeMetricFamily
 
 from memories import selectors
 from memories.embedders import embedder_is_loaded
+from memories.recall.calibration import embedder_warm_up
 from ops.health import NotReady
+
+logger = logging.getLogger(__name__)
 
 
 def check_embedder() -> None:
-    if not embedder_is_loaded():
-        raise NotReady("the local embedding model is not loaded in this process yet")
+    """Ready once the local model answers in this process. Serving processes load it before
+    they listen (memories/startup.py); an entry point that did not is loaded by its first
+    probe (a second or two) rather than reported unready until some search loads it."""
+    if embedder_is_loaded():
+        return
+    try:
+        embedder_warm_up()
+    except Exception as exc:
+        logger.warning("loading the local embedding model failed: %s: %s", type(exc).__name__, exc)
+        raise NotReady("the local embedding model cannot be loaded: see the service log") from exc
 
 
 class PendingReviewCollector:

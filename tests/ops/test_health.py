@@ -14,6 +14,7 @@ import redis
 from django.db import connection, connections
 from django.test import Client
 
+from memories import embedders, monitoring
 from memories.embedders import get_embedder
 
 SHARED_REDIS = "redis://127.0.0.1:6379/15"
@@ -71,6 +72,38 @@ def test_readyz_counts_the_local_embedder_once_it_is_loaded(anon_api, db, settin
     get_embedder().embed(["warm up"])
 
     assert ready(anon_api)["checks"]["embedder"]["status"] == "ok"
+
+
+def test_readyz_loads_the_local_embedder_a_process_has_not_loaded_yet(
+    anon_api, db, settings, monkeypatch
+):
+    settings.EMBEDDER = "local"
+    monkeypatch.setattr(embedders, "_local", {})  # a process that never searched
+    assert not embedders.embedder_is_loaded()
+
+    body = ready(anon_api)
+
+    assert body["checks"]["embedder"]["status"] == "ok", body
+    assert embedders.embedder_is_loaded()
+
+
+def test_readyz_is_503_naming_the_embedder_when_the_model_cannot_load(
+    anon_api, db, settings, monkeypatch
+):
+    settings.EMBEDDER = "local"
+    monkeypatch.setattr(embedders, "_local", {})
+
+    def broken():
+        raise OSError("no such file: var/models/model.onnx")
+
+    monkeypatch.setattr(monitoring, "embedder_warm_up", broken)
+    response = anon_api.get("/readyz")
+
+    assert response.status_code == 503
+    embedder = response.json()["checks"]["embedder"]
+    assert embedder["status"] == "fail"
+    assert "cannot be loaded" in embedder["detail"]
+    assert "var/models" not in embedder["detail"]  # the log has the details, not the probe
 
 
 def test_readyz_needs_no_credentials_and_refuses_writes(anon_api, db, no_embedder):
