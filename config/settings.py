@@ -306,7 +306,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["memories.api.parsers.SafeJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "memories.api.pagination.DataPagination",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "memories.api.schema.ErrorsAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "memories.api.schema_user_header.UserHeaderAutoSchema",
     "EXCEPTION_HANDLER": "memories.api.errors.exception_handler",
     # Per-user rates of the views that name a throttle_scope, counted in the default cache.
     "DEFAULT_THROTTLE_RATES": {"extraction": EXTRACTION_THROTTLE_RATE},
