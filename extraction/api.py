@@ -4,7 +4,7 @@ queue an extraction, and GET /api/extraction-runs[/{task_id}], which follow it."
 from typing import Any
 
 import django_filters
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from extraction import runs, selectors
 from extraction.models import ExtractionRun, RunStatus, SourceKind
+from extraction.serializers import ExtractionRunSerializer, run_error, run_skip_reason
 from memories import selectors as memory_selectors
 from memories.api.inputs import parse_uuid
 from memories.models import ApiKeyScope
@@ -20,17 +21,23 @@ from memories.models import ApiKeyScope
 class ExtractionAcceptedSerializer(serializers.Serializer):
     task_id = serializers.CharField(help_text="Follow it at GET /api/extraction-runs/{task_id}.")
     status = serializers.ChoiceField(choices=RunStatus.choices)
-    reason = serializers.CharField(required=False, help_text="Once finished: why skipped/failed.")
+    error = serializers.CharField(
+        required=False, allow_null=True, help_text="Once finished: why a failed run failed."
+    )
+    reason = serializers.CharField(
+        required=False, allow_null=True, help_text="Once finished: why a skipped run skipped."
+    )
     result = serializers.DictField(child=serializers.IntegerField(), required=False)
 
 
 def accepted(run: ExtractionRun) -> Response:
     """202 with the run's task id and status. Where tasks run in process the run has finished
     by now, so its outcome (done, skipped or failed, the reason and the counts) is in the
-    answer. A source whose extraction was already on its way answers that run."""
+    answer: a failure's message in `error`, a skip's in `reason`, as the run object has them.
+    A source whose extraction was already on its way answers that run."""
     body: dict[str, Any] = {"task_id": run.task_id, "status": run.status}
     if run.status in runs.FINISHED:
-        body.update(reason=run.reason, result=run.result())
+        body.update(error=run_error(run), reason=run_skip_reason(run), result=run.result())
     return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
@@ -68,45 +75,6 @@ class ExtractWorkSessionView(APIView):
             kind=SourceKind.WORK_SESSION, source_id=session.id, user=session.user, automatic=True
         )
         return accepted(run)
-
-
-class RunSourceSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(choices=SourceKind.choices, source="source_kind")
-    id = serializers.UUIDField(source="source_id")
-
-
-class ExtractionRunSerializer(serializers.ModelSerializer):
-    # A declared field, not Field.source: the serializer metaclass moves it into the fields.
-    source = RunSourceSerializer(source="*", read_only=True)  # type: ignore[assignment]
-    memory_ids = serializers.ListField(child=serializers.UUIDField(), read_only=True)
-    error = serializers.SerializerMethodField(help_text="Why a failed run failed; else null.")
-    reason = serializers.SerializerMethodField(help_text="Why a skipped run skipped; else null.")
-
-    class Meta:
-        model = ExtractionRun
-        fields = [
-            "task_id",
-            "status",
-            "source",
-            "created",
-            "merged",
-            "skipped",
-            "memory_ids",
-            "error",
-            "reason",
-            "started_at",
-            "finished_at",
-            "created_at",
-        ]
-        read_only_fields = fields
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_error(self, run: ExtractionRun) -> str | None:
-        return run.reason if run.status == RunStatus.FAILED else None
-
-    @extend_schema_field(serializers.CharField(allow_null=True))
-    def get_reason(self, run: ExtractionRun) -> str | None:
-        return run.reason if run.status == RunStatus.SKIPPED else None
 
 
 class ExtractionRunFilter(django_filters.FilterSet):

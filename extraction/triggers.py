@@ -2,7 +2,6 @@
 in the periodic scan, a source's extraction is queued once the trigger policy says it is due."""
 
 import uuid
-from typing import TYPE_CHECKING
 
 from django.db.models import F, Max, Q
 from django.db.models.functions import Coalesce
@@ -10,6 +9,7 @@ from django.utils import timezone
 
 from extraction import policy, runs
 from extraction.models import ExtractionRun, ExtractionState, SourceKind
+from extraction.serializers import ExtractionRunSerializer, not_triggered
 from extraction.sources import ExtractionSource, extraction_enabled, source_activity
 from memories.models import (
     MessageRole,
@@ -17,8 +17,15 @@ from memories.models import (
     WorkSession,
 )
 
-if TYPE_CHECKING:
-    pass
+
+def due(source: ExtractionSource, cursor: int) -> policy.Decision:
+    """Whether the trigger policy says the source's extraction is due, and why (not)."""
+    activity = source_activity(source, cursor)
+    if source.kind == SourceKind.TOPIC:
+        return policy.conversation_decision(activity, now=timezone.now())
+    return policy.work_session_decision(
+        has_project=source.project is not None, new_user_messages=activity.new_user_messages
+    )
 
 
 def queue_if_due(source: ExtractionSource, cursor: int) -> tuple[ExtractionRun, bool] | None:
@@ -26,41 +33,39 @@ def queue_if_due(source: ExtractionSource, cursor: int) -> tuple[ExtractionRun, 
     whether it is new (False: a fresh run of the source was on its way already and is
     returned instead, see runs.run_queue). None when nothing is due. The task checks again:
     this is only a cheap filter."""
-    activity = source_activity(source, cursor)
-    if source.kind == SourceKind.TOPIC:
-        decision = policy.conversation_decision(activity, now=timezone.now())
-    else:
-        decision = policy.work_session_decision(
-            has_project=source.project is not None, new_user_messages=activity.new_user_messages
-        )
-    if not decision.extract:
+    if not due(source, cursor).extract:
         return None
     return runs.run_queue(kind=source.kind, source_id=source.id, user=source.user, automatic=True)
 
 
-def message_posted(*, kind: str, source_id: uuid.UUID) -> dict | None:
+def message_posted(*, kind: str, source_id: uuid.UUID) -> dict:
     """Hook for newly committed user messages (settings.MESSAGE_POSTED_HOOKS), called once per
     post however many messages it carried: queue the source's extraction if it is due.
-    Returns the run as {"task_id", "status"} (in process the task has run by then, so the
-    status is its outcome), or None when nothing is due. The run returned may be one that
-    was already on its way (runs.run_queue does not queue a source twice)."""
+    Returns what the post answers as its `extraction`: the run as GET /api/extraction-runs
+    shows it (in process the task has run by then, so its status is the outcome; it may be a
+    run that was already on its way, as runs.run_queue does not queue a source twice), or
+    {"status": "not_triggered", "reason"} saying why nothing was started."""
     if not extraction_enabled():
-        return None
+        return not_triggered(
+            "Extraction is switched off (the memory_extraction_enabled config entry)."
+        )
     if kind == SourceKind.TOPIC:
         topic = Topic.objects.select_related("user", "persona", "project").get(id=source_id)
         if topic.persona is not None and not topic.persona.memory_enabled:
-            return None
+            return not_triggered("This topic's persona has memory_enabled off.")
         source = ExtractionSource.of_topic(topic)
+        by_hand = f"POST /api/memories/extract/{source_id} extracts now"
     else:
         source = ExtractionSource.of_work_session(
             WorkSession.objects.select_related("user", "project").get(id=source_id)
         )
+        by_hand = f"POST /api/memories/extract-work/{source_id} extracts now"
     state = ExtractionState.objects.filter(**source.state_filter).first()
-    queued = queue_if_due(source, state.last_message_id if state else 0)
-    if queued is None:
-        return None
-    run, _ = queued
-    return {"task_id": run.task_id, "status": run.status}
+    decision = due(source, state.last_message_id if state else 0)
+    if not decision.extract:
+        return not_triggered(f"Not due yet: {decision.reason}; {by_hand}.")
+    run, _ = runs.run_queue(kind=source.kind, source_id=source.id, user=source.user, automatic=True)
+    return dict(ExtractionRunSerializer(run).data)
 
 
 def scan_extractions(*, limit: int = 500) -> dict:

@@ -2,6 +2,8 @@
 sessions and their messages."""
 
 from django.conf import settings
+from django.utils.module_loading import import_string
+from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from memories.api.fields import (
@@ -97,12 +99,44 @@ class WorkSessionMessageBatchSerializer(MessageBatchSerializer):
     item_serializer = WorkSessionMessageSerializer
 
 
-class ExtractionStartedSerializer(serializers.Serializer):
-    """The extraction a batch of messages started (or found on its way), as the
-    MESSAGE_POSTED_HOOKS hook reported it."""
+class ExtractionNotTriggeredSerializer(serializers.Serializer):
+    """A messages post that started no extraction, and why."""
 
-    task_id = serializers.CharField(help_text="Follow it at GET /api/extraction-runs/{task_id}.")
-    status = serializers.CharField(help_text="queued, or in process already its outcome.")
+    status = serializers.ChoiceField(choices=["not_triggered"])
+    reason = serializers.CharField(help_text="Why nothing was triggered.")
+
+
+def _extraction_variants() -> list:
+    # The run is extraction's serializer (what MESSAGE_POSTED_HOOKS' hook answers), named by
+    # path and read only when the schema is drawn: the memories app does not import
+    # extraction.
+    return [
+        ExtractionNotTriggeredSerializer,
+        import_string("extraction.serializers.ExtractionRunSerializer"),
+    ]
+
+
+def extraction_report_field() -> PolymorphicProxySerializer:
+    """A messages post's `extraction`: the run it started (or found on its way), as
+    GET /api/extraction-runs/{task_id} shows it, or not_triggered with the reason."""
+    return PolymorphicProxySerializer(
+        component_name="MessagesExtraction",
+        serializers=_extraction_variants,
+        resource_type_field_name=None,
+    )
+
+
+def message_posted_serializer(message_serializer: type[MessageSerializer]) -> type:
+    """One posted message as answered: the message's fields and the post's `extraction`."""
+
+    fields = [*message_serializer.Meta.fields, "extraction"]
+    meta = type("Meta", (message_serializer.Meta,), {"fields": fields, "read_only_fields": fields})
+    name = message_serializer.__name__.removesuffix("Serializer")
+    return type(
+        f"{name}PostedOneSerializer",
+        (message_serializer,),
+        {"Meta": meta, "extraction": extraction_report_field()},
+    )
 
 
 class WorkSessionSerializer(StrictInputMixin, serializers.ModelSerializer):

@@ -13,7 +13,6 @@ from rest_framework.response import Response
 
 from memories import selectors, services
 from memories.api.carrier_serializers import (
-    ExtractionStartedSerializer,
     MessageBatchSerializer,
     MessageSerializer,
     PersonaSerializer,
@@ -22,11 +21,14 @@ from memories.api.carrier_serializers import (
     WorkSessionMessageBatchSerializer,
     WorkSessionMessageSerializer,
     WorkSessionSerializer,
+    extraction_report_field,
+    message_posted_serializer,
 )
 from memories.api.inputs import parse_uuid, validated
 from memories.errors import NotFound
 from memories.models import (
     ApiKeyScope,
+    MessageRole,
     Persona,
     Project,
     Topic,
@@ -72,7 +74,8 @@ class ProjectViewSet(OwnedViewSet):
 
 class MessagesMixin:
     """GET/POST {id}/messages for topics and work sessions. POST takes one message, or
-    {"messages": [...]} to append many at once (answered with the extraction they started)."""
+    {"messages": [...]} to append many at once; either answer says what happened to
+    extraction (see extraction_report)."""
 
     message_serializer = MessageSerializer
     message_batch_serializer = MessageBatchSerializer
@@ -83,19 +86,36 @@ class MessagesMixin:
                 items = validated(self.message_batch_serializer, request)["messages"]
                 posted = append_messages(parent, items)
                 data = self.message_serializer(posted.messages, many=True).data
-                return Response(
-                    {"data": data, "extraction": posted.extraction}, status=status.HTTP_201_CREATED
-                )
+                body = {"data": data, "extraction": extraction_report(posted)}
+                return Response(body, status=status.HTTP_201_CREATED)
             data = validated(self.message_serializer, request)
-            [message] = append_messages(parent, [data]).messages
-            return Response(self.message_serializer(message).data, status=status.HTTP_201_CREATED)
+            posted = append_messages(parent, [data])
+            [message] = posted.messages
+            body = {
+                **self.message_serializer(message).data,
+                "extraction": extraction_report(posted),
+            }
+            return Response(body, status=status.HTTP_201_CREATED)
         page = self.paginate_queryset(parent.messages.order_by("id"))
         return self.get_paginated_response(self.message_serializer(page, many=True).data)
 
 
+def extraction_report(posted) -> dict:
+    """What a post answers as `extraction`: what the MESSAGE_POSTED_HOOKS hook reported (the
+    run it started, or not_triggered with its reason), else not_triggered saying why no hook
+    was asked or none answered."""
+    if posted.extraction is not None:
+        return posted.extraction
+    if not any(message.role == MessageRole.USER for message in posted.messages):
+        reason = "Only user messages trigger extraction, and this post had none."
+    else:
+        reason = "No extraction hook answered (MESSAGE_POSTED_HOOKS is empty, or it failed)."
+    return {"status": "not_triggered", "reason": reason}
+
+
 def messages_post_schema(message_serializer, batch_serializer) -> dict:
-    """POST {id}/messages: one message in and out, or {"messages": [...]} in and
-    {"data", "extraction"} out."""
+    """POST {id}/messages: one message in and out (with `extraction`), or {"messages": [...]}
+    in and {"data", "extraction"} out."""
     name = message_serializer.__name__.removesuffix("Serializer")
     return {
         "methods": ["POST"],
@@ -108,12 +128,12 @@ def messages_post_schema(message_serializer, batch_serializer) -> dict:
             201: PolymorphicProxySerializer(
                 component_name=f"{name}Posted",
                 serializers=[
-                    message_serializer,
+                    message_posted_serializer(message_serializer),
                     inline_serializer(
                         f"{name}BatchPosted",
                         {
                             "data": message_serializer(many=True),
-                            "extraction": ExtractionStartedSerializer(allow_null=True),
+                            "extraction": extraction_report_field(),
                         },
                     ),
                 ],

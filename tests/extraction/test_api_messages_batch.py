@@ -145,7 +145,8 @@ def test_the_single_message_body_still_answers_one_message_object(api, owner):
 
     assert response.status_code == 201, response.content[:500]
     body = response.json()
-    assert set(body) == {"id", "role", "content", "created_at"}
+    # The message's own fields, and what happened to extraction (as a batch answers it).
+    assert set(body) == {"id", "role", "content", "created_at", "extraction"}
     assert (body["role"], body["content"]) == ("user", "Hello there")
     assert Message.objects.get().id == body["id"]
 
@@ -174,9 +175,10 @@ def test_a_batch_of_40_is_one_insert_and_starts_one_extraction_whose_run_can_be_
 
     inserts = [q for q in captured if q["sql"].startswith('INSERT INTO "memories_message"')]
     assert len(inserts) == 1
-    assert body["extraction"] == {"task_id": body["extraction"]["task_id"], "status": "done"}
     run = run_of(api, body["extraction"]["task_id"])
-    assert (run["status"], run["created"]) == ("done", 2)
+    # The post answers the run as the runs API shows it.
+    assert body["extraction"] == run
+    assert (run["status"], run["created"], run["error"]) == ("done", 2, None)
     pending = Memory.objects.filter(user=owner, status=Status.PENDING_REVIEW)
     assert sorted(run["memory_ids"]) == sorted(str(m.id) for m in pending)
     # The policy was asked once, after all 40 were committed: one run read them all.
@@ -193,7 +195,11 @@ def test_a_batch_below_the_threshold_starts_no_extraction(api, owner, llm):
 
     body = post_batch(api, topic_messages(topic_id), conversation(5))
 
-    assert body["extraction"] is None
+    assert body["extraction"] == {
+        "status": "not_triggered",
+        "reason": "Not due yet: not enough new activity (5 new user messages); "
+        f"POST /api/memories/extract/{topic_id} extracts now.",
+    }
     assert runs_of(topic_id) == []
     assert llm.chat_requests() == []
 
@@ -205,7 +211,10 @@ def test_a_batch_without_user_messages_asks_no_policy(api, owner, llm):
 
     body = post_batch(api, topic_messages(topic_id), replies)
 
-    assert body["extraction"] is None
+    assert body["extraction"] == {
+        "status": "not_triggered",
+        "reason": "Only user messages trigger extraction, and this post had none.",
+    }
     assert runs_of(topic_id) == []
 
 
@@ -216,7 +225,11 @@ def test_a_batch_to_a_topic_whose_extraction_is_on_its_way_names_that_run(api, o
 
     body = post_batch(api, topic_messages(topic_id), conversation(8))
 
-    assert body["extraction"] == {"task_id": on_its_way.task_id, "status": "queued"}
+    assert body["extraction"] == run_of(api, on_its_way.task_id)
+    assert (body["extraction"]["task_id"], body["extraction"]["status"]) == (
+        on_its_way.task_id,
+        "queued",
+    )
     assert runs_of(topic_id) == [on_its_way]
     assert llm.chat_requests() == []
 
@@ -246,7 +259,10 @@ def test_a_batch_for_a_persona_with_memory_off_starts_no_extraction(api, owner, 
 
     body = post_batch(api, topic_messages(topic_id), conversation(10))
 
-    assert body["extraction"] is None
+    assert body["extraction"] == {
+        "status": "not_triggered",
+        "reason": "This topic's persona has memory_enabled off.",
+    }
     assert runs_of(topic_id) == []
 
 

@@ -49,7 +49,8 @@ def test_a_failure_on_every_attempt_writes_nothing_and_answers_failed(
     body = accepted(extract(api, topic_id), "failed")
 
     assert body["result"] == {"created": 0, "merged": 0, "skipped": 0}
-    assert body["reason"]
+    # A failure's message is `error`, as in the run object; `reason` is for skips.
+    assert body["error"] and body["reason"] is None
     assert len(llm.chat_requests()) == settings.EXTRACTION_LLM_ATTEMPTS
     assert not Memory.objects.exists()
     assert not MemoryRevision.objects.exists()
@@ -68,7 +69,7 @@ def test_a_timeout_on_every_attempt_writes_nothing_and_answers_failed(api, owner
 
     body = accepted(extract(api, topic_id), "failed")
 
-    assert "Timeout" in body["reason"]
+    assert "Timeout" in body["error"]
     assert len(llm.chat_requests()) == settings.EXTRACTION_LLM_ATTEMPTS
     assert not Memory.objects.exists()
     assert cursor_of(topic_id) == 0
@@ -124,7 +125,7 @@ def test_a_client_error_is_not_retried(api, owner, llm):
 
     body = accepted(extract(api, topic_id), "failed")
 
-    assert "400" in body["reason"] or "BadRequest" in body["reason"]
+    assert "400" in body["error"] or "BadRequest" in body["error"]
     assert len(llm.chat_requests()) == 1
     assert not Memory.objects.exists()
     assert cursor_of(topic_id) == 0
