@@ -1,4 +1,5 @@
-"""The Celery app. Without CELERY_BROKER_URL tasks run in-process (see settings)."""
+"""The Celery app. Without CELERY_BROKER_URL tasks run in-process (see settings): inline, or
+in a serving process on its embedded worker (config.embedded_worker)."""
 
 import os
 
@@ -7,7 +8,9 @@ from celery.signals import setup_logging
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-app = Celery("memory_service")
+# The task class sends a task to the embedded worker while one runs in this process; by name,
+# as Celery resolves it once the app is finalized.
+app = Celery("memory_service", task_cls="config.embedded_worker:EmbeddedTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

@@ -5,7 +5,8 @@ Production). Flags on the command line win over these values (--bind, --threads,
   open (keep-alive) without holding a thread for them. Sync workers answer every request
   with `Connection: close`, so a client or proxy pays a new TCP connection per call.
 - The model is exported (once per checkout) before workers start, and each worker loads it
-  and embeds one text before it accepts a connection: no first request waits 6-8 s.
+  and embeds one text (config/wsgi.py, as it loads the application) before it accepts a
+  connection: no first request waits 6-8 s, and /readyz is 200 once gunicorn listens.
 - Each thread keeps its own database connection (CONN_MAX_AGE): PostgreSQL must allow
   workers x threads connections per gunicorn, plus Celery's and the MCP server's."""
 
@@ -47,15 +48,12 @@ def on_starting(server):
 
 
 def post_worker_init(worker):
-    """In each worker, after Django is set up and before it accepts a connection: load the
-    embedder and embed one text, and import the URLconf (views, DRF, the schema code),
-    which Django otherwise does in the first request."""
+    """In each worker, after config/wsgi.py has loaded (Django set up, the model loaded) and
+    before it accepts a connection: import the URLconf (views, DRF, the schema code), which
+    Django otherwise does in the first request."""
     from django.urls import get_resolver
 
-    from memories.recall.calibration import embedder_warm_up
-
     started = time.perf_counter()
-    embedder_warm_up()
     get_resolver().url_patterns  # noqa: B018 (the property imports every view module)
     worker.log.info("worker %s ready in %.1f s", worker.pid, time.perf_counter() - started)
 

@@ -1,8 +1,22 @@
+"""The serving entry point, loaded by `manage.py runserver` (scripts/serve) and by each
+gunicorn worker: the model prepared before the first request (so /readyz is 200 once the
+server listens), the embedded worker and scheduler started when there is no broker, and MCP
+at /mcp beside Django."""
+
 import os
 
 from django.core.wsgi import get_wsgi_application
 
-from config.unread_body import CloseWhenBodyUnread
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-application = CloseWhenBodyUnread(get_wsgi_application())
+django_application = get_wsgi_application()
+
+# After django.setup() (above): these read settings and models, and log through Django's
+# logging configuration.
+from config.embedded import embedded_start  # noqa: E402
+from config.mcp_mount import McpMount  # noqa: E402
+from config.unread_body import CloseWhenBodyUnread  # noqa: E402
+from memories.startup import prepare_serving_process  # noqa: E402
+
+prepare_serving_process()
+embedded_start()
+application = CloseWhenBodyUnread(McpMount(django_application))

@@ -1,0 +1,61 @@
+"""What a serving process runs beside its requests when there is no broker: the embedded
+worker (config.embedded_worker) and, in one process of the checkout, the embedded scheduler
+(config.embedded_scheduler). config/wsgi.py starts them; nothing else does."""
+
+import hashlib
+import logging
+from pathlib import Path
+
+from celery.utils import uuid
+from django.conf import settings
+
+from config.celery import app
+from config.embedded_scheduler import EmbeddedScheduler
+from config.embedded_worker import Job, embedded_worker, worker_start
+
+logger = logging.getLogger(__name__)
+
+_scheduler: EmbeddedScheduler | None = None
+
+
+def scheduler_lock_path() -> Path:
+    """The lock of the processes serving one database from this checkout (gunicorn's
+    workers): one of them schedules. Servers of other databases (a test's server beside a
+    dev server) each schedule their own."""
+    database = settings.DATABASES["default"]
+    identity = "|".join(str(database.get(key, "")) for key in ("ENGINE", "NAME", "HOST", "PORT"))
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
+    return Path(settings.BASE_DIR) / "var" / f"embedded-scheduler-{digest}.lock"
+
+
+def embedded_start() -> bool:
+    """Start the embedded worker and scheduler unless a broker is configured (its worker and
+    beat do this work) or they run already. True when they were started now."""
+    global _scheduler
+    if settings.CELERY_BROKER_URL or embedded_worker() is not None:
+        return False
+    worker = worker_start()
+
+    def submit(name: str, args: tuple, kwargs: dict, on_done) -> None:
+        worker.submit(Job(app.tasks[name], args, kwargs, uuid(), on_done))
+
+    scheduler = EmbeddedScheduler(
+        settings.CELERY_BEAT_SCHEDULE, submit=submit, lock_path=scheduler_lock_path()
+    )
+    holds_lock = scheduler.lock_take()
+    scheduler.start()
+    _scheduler = scheduler
+    if holds_lock:
+        every = ", ".join(f"{entry.name} every {entry.interval:g} s" for entry in scheduler.entries)
+        logger.info(
+            "embedded worker and scheduler started (no broker: tasks run on a thread of this "
+            "process): %s",
+            every or "no periodic tasks",
+        )
+    else:
+        logger.info(
+            "embedded worker started (no broker: tasks run on a thread of this process); "
+            "another process of this checkout runs the schedule (lock %s)",
+            scheduler.lock_path,
+        )
+    return True
