@@ -207,4 +207,7 @@ def test_the_readme_walk_through_runs_against_scripts_serve(served, tmp_path):
     # The review pages the README sends the admin to: a sign-in first.
     status, _, headers = get(port, "/review/")
     assert status == 302 and "login" in headers.get("Location", ""), (status, headers)
-    assert "password" in service.log()  # the staff login serve prints
+    banner = service.log()
+    assert "Staff login: username admin  password " in banner  # what the README says to use
+    for path in ("/api/", "/api/docs/", "/review/", "/admin/", "/mcp"):
+        assert f"http://127.0.0.1:{port}{path}" in banner, path

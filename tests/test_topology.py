@@ -1,4 +1,4 @@
-"""The production topology, run for real (README, Production): two gunicorns, two Celery
+"""The production topology, run for real (docs/operations.md): two gunicorns, two Celery
 workers and Celery beat on one PostgreSQL and one Redis, started with the commands
 `scripts/serve --production` runs. Forty end users of a product (one API key, X-User-Id)
 post conversations and search at once for a bounded time, and one worker is killed with
@@ -10,7 +10,7 @@ is the number of search results it appeared in, and beat's scanner ran once per 
 Only the model provider is replaced (tests/fake_openai.py on 127.0.0.1; tests/topology.py
 has the rest of the cast). PostgreSQL only, as the topology is PostgreSQL + Redis: the
 suite's server gets a database of its own for this test, and Redis database 5 is emptied
-before and after. The figures it measured print with `-s`; the README's Production section
+before and after. The figures it measured print with `-s`; docs/operations.md, Production,
 quotes them. A failure prints every process's log."""
 
 import json
@@ -124,7 +124,7 @@ def model():
 
 
 def service_environment(*, database_url: str, model_url: str, metrics_dir: Path, token: str):
-    """The production environment of README, Production, with the test's own database,
+    """The production environment of docs/operations.md with the test's own database,
     Redis database, model and timings; nothing the suite's own settings set."""
     inherited = {
         name: value
@@ -172,7 +172,7 @@ def manage(env: dict, *arguments: str) -> str:
 def topology(database, shared_redis, model, tmp_path):
     started = time.monotonic()
     metrics_dir = tmp_path / "metrics"
-    metrics_dir.mkdir()  # empty before any process starts (README, Metrics)
+    metrics_dir.mkdir()  # empty before any process starts (docs/operations.md, Metrics)
     token = secrets.token_urlsafe(16)
     env = service_environment(
         database_url=database,

@@ -1,5 +1,5 @@
-"""Production serving as the README runs it: gunicorn with config/gunicorn.conf.py on the test
-database, over real sockets. Workers load the model before they answer, keep client
+"""Production serving as docs/operations.md runs it: gunicorn with config/gunicorn.conf.py on the
+test database, over real sockets. Workers load the model before they answer, keep client
 connections open, keep their database connection between requests, and get a new one when
 the database dropped the old."""
 

@@ -1,11 +1,11 @@
-"""The production environment documented in the README passes `manage.py check --deploy`,
+"""The production environment of docs/operations.md passes `manage.py check --deploy`,
 and the defaults keep plain-http local serving working."""
 
 import pytest
 
 from tests.config.test_environment import manage
 
-# README, Production: the variables beyond DATABASE_URL and CELERY_BROKER_URL.
+# docs/operations.md, Production: the variables beyond DATABASE_URL and CELERY_BROKER_URL.
 PRODUCTION = {
     "DEBUG": "false",
     "SECRET_KEY": "kR3v9-Jq2Lm8Xz0Tt5Wb7Yc1Hd4Gf6Ns2Pe9Ua3Vo8Ki5Rj7Qh1Mx",
