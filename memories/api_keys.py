@@ -214,13 +214,26 @@ def external_user_get_or_create(
     raise InvalidInput("Could not create a user for this external id.", field="X-User-Id")
 
 
+def unsaved_end_user(*, external_id: str, tenant: Tenant) -> User:
+    """The end user a read of an unknown external id acts as: never saved, so it owns no row
+    and no data; its (random) id lets queries filter by it and find nothing. A write creates
+    the real user (external_user_get_or_create)."""
+    return User(username=_username_for(external_id, tenant), external_id=external_id, tenant=tenant)
+
+
 def principal_for(
-    *, authorization: str | None, external_id: str | None, key_acts_as_itself: bool = False
+    *,
+    authorization: str | None,
+    external_id: str | None,
+    key_acts_as_itself: bool = False,
+    creates_user: bool = True,
 ) -> Principal | None:
     """Who a request with these headers is. `Bearer <key>` with `X-User-Id` acts as that end
     user; a key with the review scope and no X-User-Id acts as its own (staff) account, as do
     all keys on endpoints that act for no end user (`key_acts_as_itself`). `Token <token>` is
-    a user's own token. None when the header is neither. Raises Unauthenticated (unknown or
+    a user's own token. A request that only reads (`creates_user` False) never creates the
+    end user: an unknown one is acted as unsaved, a user with no data (see unsaved_end_user).
+    None when the header is neither. Raises Unauthenticated (unknown or
     revoked key or token), InvalidInput (X-User-Id missing or malformed), NotFound."""
     scheme, _, credential = (authorization or "").strip().partition(" ")
     credential = credential.strip()
@@ -243,9 +256,14 @@ def principal_for(
             "An API key needs X-User-Id: the external id of the end user this request acts for.",
             field="X-User-Id",
         )
-    user, _ = external_user_get_or_create(
-        external_id=external_id, provision=settings.AUTO_PROVISION_USERS, tenant=key.tenant
-    )
+    if not creates_user and settings.AUTO_PROVISION_USERS:
+        external_id = validate_external_id(external_id)
+        existing = User.objects.filter(tenant=key.tenant, external_id=external_id).first()
+        user = existing or unsaved_end_user(external_id=external_id, tenant=key.tenant)
+    else:
+        user, _ = external_user_get_or_create(
+            external_id=external_id, provision=settings.AUTO_PROVISION_USERS, tenant=key.tenant
+        )
     if not user.is_active:
         raise Unauthenticated("This user is deactivated.")
     return Principal(user=user, key=key)
