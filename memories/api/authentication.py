@@ -4,8 +4,10 @@ The rules live in memories.api_keys; this adapts them to DRF's interface."""
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
+from memories.api.permissions import required_scope
 from memories.api_keys import Unauthenticated, principal_for
 from memories.errors import ServiceError
+from memories.models import ApiKeyScope
 from ops import timing
 
 
@@ -17,6 +19,13 @@ class ApiKeyRequestError(exceptions.APIException):
         super().__init__(detail=error.detail, code=error.code)
         self.status_code = error.status_code
         self.service_error = error
+
+
+def only_reads(request, view) -> bool:
+    """Whether the request needs no more than the read scope: GET and HEAD, and the POSTs
+    that read (search, the hint, the read tools). Such a request never creates its end user
+    (memories.api_keys.principal_for): a GET after an erasure must not bring the user back."""
+    return required_scope(request, view) == ApiKeyScope.READ
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -33,6 +42,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
                     authorization=header,
                     external_id=request.META.get("HTTP_X_USER_ID"),
                     key_acts_as_itself=getattr(view, "key_acts_as_itself", False),
+                    creates_user=view is None or not only_reads(request, view),
                 )
         except Unauthenticated as error:
             raise exceptions.AuthenticationFailed(error.detail) from None
@@ -56,6 +66,7 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": (
                 "A service key (manage.py create_api_key). With the header X-User-Id: "
-                "<external id> the request acts as that end user, created on first use."
+                "<external id> the request acts as that end user, created by its first write "
+                "(a read of an unknown id answers no data and creates nothing)."
             ),
         }

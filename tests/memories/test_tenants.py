@@ -145,7 +145,11 @@ def test_create_api_key_takes_a_tenant(db):
     assert "of tenant 'crm-eu'" in err.getvalue()
     key = ApiKey.objects.get(name="crm")
     assert key.tenant.slug == "crm-eu" and key.account.tenant == key.tenant
-    assert client(out.getvalue().strip(), "dave").get("/api/memories").status_code == 200
+    # A write creates the end user (a read creates none), in the key's tenant.
+    saved = client(out.getvalue().strip(), "dave").post(
+        "/api/memories", {"key": "city", "value": "Lives in Porto"}, format="json"
+    )
+    assert saved.status_code == 201, saved.content[:300]
     assert User.objects.get(external_id="dave").tenant == key.tenant
     with pytest.raises(CommandError, match="tenant"):
         call_command("create_api_key", "x", "--tenant", "no spaces", stdout=out, stderr=err)
