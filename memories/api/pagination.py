@@ -4,6 +4,8 @@ from rest_framework import exceptions
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
+from memories.api.list_params import refuse_unknown_list_params
+
 # str.isdigit() also accepts digits such as "²" that int() refuses.
 WHOLE_NUMBER = re.compile(r"[0-9]{1,9}")
 
@@ -24,6 +26,7 @@ class DataPagination(PageNumberPagination):
         return min(int(raw), self.max_page_size)
 
     def paginate_queryset(self, queryset, request, view=None):
+        refuse_unknown_list_params(request, view)
         raw = request.query_params.get(self.page_query_param, "1")
         if not WHOLE_NUMBER.fullmatch(raw) or int(raw) < 1:
             raise exceptions.ValidationError({"page": ["Must be a whole number from 1."]})

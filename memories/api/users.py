@@ -60,6 +60,7 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
     key_scope = ApiKeyScope.REVIEW
     key_acts_as_itself = True
     lookup_value_regex = "[^/]+"
+    list_query_params = ("external_id",)
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # the OpenAPI schema has no caller
