@@ -93,7 +93,7 @@ def served(tmp_path):
         PORT=str(port),
         PYTHONUNBUFFERED="1",
     )
-    passwords_before = set((REPO / "var").glob("first-admin-password-*.txt"))
+    kept_before = files_kept_for_databases()
     service = Service("serve", ["scripts/serve"], environment, tmp_path)
     try:
         wait_until(
@@ -110,9 +110,16 @@ def served(tmp_path):
         yield environment, port, service
     finally:
         service.stop()
-        # create_first_admin keeps the password of this test's database under var/.
-        for path in set((REPO / "var").glob("first-admin-password-*.txt")) - passwords_before:
-            path.unlink()
+        # This test's database is gone with tmp_path: so are the files kept for it.
+        for path in files_kept_for_databases() - kept_before:
+            path.unlink(missing_ok=True)
+
+
+def files_kept_for_databases() -> set[Path]:
+    """What serving a database leaves under the checkout's var/, one of each per database:
+    the first admin's password (create_first_admin) and the embedded scheduler's lock."""
+    var = REPO / "var"
+    return set(var.glob("first-admin-password-*.txt")) | set(var.glob("embedded-scheduler-*.lock"))
 
 
 def service_answers(port: int) -> bool:
