@@ -1,14 +1,16 @@
 """Login throttling with django-axes (settings AXES_*): the handler that counts failures per
 (username, address) and per address with a limit of its own, whose address a failed login
-counts against, the 429 a locked-out login gets, and the warning a staff lockout raises."""
+counts against, the 429 a locked-out login gets, the warning a staff lockout raises, and the
+way out of a lockout (manage.py unlock_login)."""
 
 import hashlib
 import logging
+from collections.abc import Iterable
 
 from axes.handlers.database import AxesDatabaseHandler
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Sum
+from django.db.models import Q, Sum
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.html import escape
 
@@ -59,11 +61,29 @@ def staff_lockout_warn(sender, request, username: str | None, ip_address: str, *
     if staff:
         logger.warning(
             "Logins of the staff account %r from %s are locked out after repeated failures. "
-            "If that was the admin, lift it with: manage.py axes_reset_username %s",
+            "If that was the admin, lift it with: manage.py unlock_login --username %s",
             username,
             ip_address,
             username,
         )
+
+
+def login_unlock(
+    *, usernames: Iterable[str] = (), addresses: Iterable[str] = (), everyone: bool = False
+) -> int:
+    """Lift the lockouts of these usernames (from every address) and of these addresses (for
+    every username), or all of them: the counted failures are database rows every process
+    reads, so the next login anywhere is let through. Returns how many rows were deleted."""
+    from axes.models import AccessAttempt
+
+    attempts = AccessAttempt.objects.all()
+    if not everyone:
+        usernames, addresses = list(usernames), list(addresses)
+        if not usernames and not addresses:
+            return 0
+        attempts = attempts.filter(Q(username__in=usernames) | Q(ip_address__in=addresses))
+    deleted, _ = attempts.delete()
+    return deleted
 
 
 def client_ip(request: HttpRequest) -> str | None:

@@ -130,7 +130,7 @@ def test_a_staff_lockout_is_logged_once_with_the_way_to_lift_it(db, caplog):
     warnings = [r.getMessage() for r in caplog.records if r.name == "config.login_throttle"]
     assert len(warnings) == 1, warnings
     assert "'boss'" in warnings[0] and "203.0.113.70" in warnings[0]
-    assert "manage.py axes_reset_username boss" in warnings[0]
+    assert "manage.py unlock_login --username boss" in warnings[0]
 
 
 def test_a_correct_password_before_the_limit_still_logs_in(owner):
