@@ -18,14 +18,13 @@ logger = logging.getLogger(__name__)
 _scheduler: EmbeddedScheduler | None = None
 
 
-def scheduler_lock_path() -> Path:
+def scheduler_lock_path(base_dir: Path, database: dict) -> Path:
     """The lock of the processes serving one database from this checkout (gunicorn's
     workers): one of them schedules. Servers of other databases (a test's server beside a
     dev server) each schedule their own."""
-    database = settings.DATABASES["default"]
     identity = "|".join(str(database.get(key, "")) for key in ("ENGINE", "NAME", "HOST", "PORT"))
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return Path(settings.BASE_DIR) / "var" / f"embedded-scheduler-{digest}.lock"
+    return Path(base_dir) / "var" / f"embedded-scheduler-{digest}.lock"
 
 
 def embedded_start() -> bool:
@@ -40,7 +39,9 @@ def embedded_start() -> bool:
         worker.submit(Job(app.tasks[name], args, kwargs, uuid(), on_done))
 
     scheduler = EmbeddedScheduler(
-        settings.CELERY_BEAT_SCHEDULE, submit=submit, lock_path=scheduler_lock_path()
+        settings.CELERY_BEAT_SCHEDULE,
+        submit=submit,
+        lock_path=scheduler_lock_path(settings.BASE_DIR, settings.DATABASES["default"]),
     )
     holds_lock = scheduler.lock_take()
     scheduler.start()

@@ -134,7 +134,8 @@ class EmbeddedScheduler:
 
     def stop(self, timeout: float | None = None) -> None:
         self._stop.set()
-        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._thread.join(timeout)
         if self._lock_file is not None:
             self._lock_file.close()  # releases the lock
             self._lock_file = None

@@ -12,7 +12,6 @@ import atexit
 import logging
 import queue
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,19 +77,14 @@ class EmbeddedWorker:
                 self._running = None
 
     def _run_job(self, job: Job) -> None:
-        started = time.perf_counter()
+        # Celery logs a task that succeeded ("Task ...[id] succeeded in ..."), not one that
+        # raised in an eager apply: that is logged here.
         try:
             job.task.apply(args=job.args, kwargs=job.kwargs, task_id=job.task_id)
         except Exception:
             # The task recorded its own failure where it has one (an extraction run's
             # `error`); this thread goes on with the next job.
             logger.exception("embedded worker: task %s raised", job.describe())
-        else:
-            logger.info(
-                "embedded worker: task %s succeeded in %.1f s",
-                job.describe(),
-                time.perf_counter() - started,
-            )
         finally:
             # The thread lives as long as the process: a connection kept between tasks could
             # be dropped by the database meanwhile, and SQLite's would hold its file open.

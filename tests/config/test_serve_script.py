@@ -1,5 +1,5 @@
 """scripts/serve's DEBUG: the environment wins, then .env, then serve's own default (true).
-scripts/serve --production: the settings checked, the preparation, then nginx in front of
+Both modes' banner: every link on the one address. scripts/serve --production: the settings checked, the preparation, then nginx in front of
 gunicorn (or gunicorn alone with FRONT=none), a Celery worker and beat with an emptied
 metrics directory (tests/test_topology.py and tests/test_slow_clients.py run them for real).
 
@@ -334,3 +334,41 @@ def test_production_without_postgresql_or_a_broker_stops_before_anything_runs(
     assert done.returncode != 0
     assert done.stderr.strip().splitlines()[-1] == message
     assert calls_of(checkout) == []
+
+
+# --- the banner ----------------------------------------------------------------------------------
+
+LINKS = [
+    "  API root      http://127.0.0.1:{port}/api/",
+    "  API docs      http://127.0.0.1:{port}/api/docs/",
+    "  schema        http://127.0.0.1:{port}/api/schema/",
+    "  review pages  http://127.0.0.1:{port}/review/",
+    "  admin         http://127.0.0.1:{port}/admin/",
+    "  MCP           http://127.0.0.1:{port}/mcp",
+]
+
+
+def test_serve_prints_every_link_on_its_one_address(checkout):
+    environment = {key: value for key, value in os.environ.items() if key != "DEBUG"}
+    done = subprocess.run(
+        [str(checkout / "scripts" / "serve")],
+        env={**environment, "PORT": "9100"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.format(port=9100) for line in LINKS] == lines[-len(LINKS) :]
+    assert "no broker" in lines[-len(LINKS) - 1]
+
+
+def test_production_prints_the_same_links(checkout):
+    done = serve_production(checkout, **PRODUCTION, PORT="9101")
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    start = lines.index("  API root      http://127.0.0.1:9101/api/")
+    assert lines[start : start + len(LINKS)] == [line.format(port=9101) for line in LINKS]
+    assert "nginx, gunicorn" in lines[start - 1]
