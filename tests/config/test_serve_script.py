@@ -1,7 +1,8 @@
 """scripts/serve's DEBUG: the environment wins, then .env, then serve's own default (true).
-Both modes' banner: every link on the one address. scripts/serve --production: the settings checked, the preparation, then nginx in front of
-gunicorn (or gunicorn alone with FRONT=none), a Celery worker and beat with an emptied
-metrics directory (tests/test_topology.py and tests/test_slow_clients.py run them for real).
+Both modes' banner: every link on the one address. scripts/serve --production: the settings
+checked, the preparation, then nginx in front of gunicorn (or gunicorn alone with
+FRONT=none), a Celery worker and beat with an emptied metrics directory
+(tests/test_topology.py and tests/test_slow_clients.py run them for real).
 
 The script runs for real in a copy of scripts/ whose .venv/bin/python is a stand-in that
 records the DEBUG each manage.py command was started with (Django reads .env itself)."""
