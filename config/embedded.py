@@ -4,6 +4,9 @@ worker (config.embedded_worker) and, in one process of the checkout, the embedde
 
 import hashlib
 import logging
+import signal
+import sys
+import threading
 from pathlib import Path
 
 from celery.utils import uuid
@@ -34,6 +37,7 @@ def embedded_start() -> bool:
     if settings.CELERY_BROKER_URL or embedded_worker() is not None:
         return False
     worker = worker_start()
+    _exit_on_sigterm()
 
     def submit(name: str, args: tuple, kwargs: dict, on_done) -> None:
         worker.submit(Job(app.tasks[name], args, kwargs, uuid(), on_done))
@@ -60,3 +64,14 @@ def embedded_start() -> bool:
             scheduler.lock_path,
         )
     return True
+
+
+def _exit_on_sigterm() -> None:
+    """runserver leaves SIGTERM to Python's default, which ends the process at once, without
+    the exit handlers that log a task the worker did not finish: a SIGTERM exits normally
+    instead. Only where nobody has taken the signal (gunicorn's workers have their own
+    graceful stop) and in the main thread (the only one that may set a handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))

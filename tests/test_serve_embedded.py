@@ -12,6 +12,7 @@ import os
 import secrets
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -198,6 +199,46 @@ def test_mcp_refuses_a_request_without_credentials_as_the_api_does(served):
     assert response.status == 401
     assert json.loads(response.read())["code"] == "not_authenticated"
     connection.close()
+
+
+def test_a_body_over_the_limit_is_refused_on_mcp_as_by_its_own_server(served):
+    port, key, _ = served
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    connection.request(
+        "POST",
+        "/mcp",
+        body=b"x" * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1),
+        headers={"Authorization": f"Bearer {key}", "X-User-Id": "mcp-user"},
+    )
+    response = connection.getresponse()
+
+    assert response.status == 413
+    assert json.loads(response.read())["error"]["code"] == -32600
+    connection.close()
+
+
+def test_a_stopped_server_says_which_task_it_did_not_finish(served, model):
+    """Last of the module: it stops the server (SIGTERM, as scripts/serve's stop sends)."""
+    port, key, service = served
+    asked, release = threading.Event(), threading.Event()
+    model.chat_responder = lambda body: asked.set() or release.wait(600)
+    try:
+        status, topic = request(port, "POST", "/api/topics", key, {})
+        status, posted = request(
+            port, "POST", f"/api/topics/{topic['id']}/messages", key, {"messages": conversation(6)}
+        )
+        assert status == 201, posted
+        assert asked.wait(60), "the worker never called the model"
+
+        service.stop()
+    finally:
+        release.set()
+
+    task_id = posted["extraction"]["task_id"]
+    assert (
+        f"embedded worker stopped with task extraction.tasks.extract_topic_task[{task_id}] "
+        "running" in service.log()
+    )
 
 
 # --- --production ------------------------------------------------------------------------------
