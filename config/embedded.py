@@ -27,7 +27,7 @@ def scheduler_lock_path(base_dir: Path, database: dict) -> Path:
     dev server) each schedule their own."""
     identity = "|".join(str(database.get(key, "")) for key in ("ENGINE", "NAME", "HOST", "PORT"))
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return Path(base_dir) / "var" / f"embedded-scheduler-{digest}.lock"
+    return Path(base_dir) / "var" / "embedded-scheduler" / f"{digest}.lock"
 
 
 def embedded_start() -> bool:

@@ -253,6 +253,6 @@ def test_the_lock_file_is_one_per_checkout_and_database(tmp_path):
 
     path = embedded.scheduler_lock_path(tmp_path, database)
 
-    assert path.parent == tmp_path / "var"
+    assert path.parent == tmp_path / "var" / "embedded-scheduler"
     assert path == embedded.scheduler_lock_path(tmp_path, dict(database))
     assert path != embedded.scheduler_lock_path(tmp_path, {**database, "NAME": "another"})
