@@ -345,7 +345,7 @@ class EndUser:
                     {"messages": turn_messages},
                 )
                 conversation.user_messages += 1
-                if posted["extraction"] is not None:
+                if posted["extraction"]["status"] != "not_triggered":
                     conversation.task_ids.append(posted["extraction"]["task_id"])
                 self.search(SEARCHES[(self.number + turn) % len(SEARCHES)])
         while not stop.is_set():
