@@ -119,7 +119,7 @@ def files_kept_for_databases() -> set[Path]:
     """What serving a database leaves under the checkout's var/, one of each per database:
     the first admin's password (create_first_admin) and the embedded scheduler's lock."""
     var = REPO / "var"
-    return set(var.glob("first-admin-password-*.txt")) | set(var.glob("embedded-scheduler-*.lock"))
+    return set(var.glob("first-admin-password-*.txt")) | set(var.glob("embedded-scheduler/*.lock"))
 
 
 def service_answers(port: int) -> bool:
