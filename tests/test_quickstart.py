@@ -14,6 +14,7 @@ every relative link of the README and docs/ names a file that exists (and a head
 
 import os
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -142,6 +143,8 @@ def wait_for_ready(port: int, seconds: float = 30) -> int:
 
 def run_walk_through(blocks: list[str], environment: dict, port: int, tmp: Path) -> list[str]:
     """The blocks in one bash process; what each printed (stdout), in order."""
+    missing = [tool for tool in ("bash", "curl", "jq") if shutil.which(tool) is None]
+    assert not missing, f"the README's walk-through needs {', '.join(missing)}: install it"
     script = ["set -euo pipefail"]
     for number, block in enumerate(blocks):
         script += [f"echo '{BLOCK_OUTPUT}{number}'", block]
