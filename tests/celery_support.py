@@ -19,7 +19,17 @@ from celery import _state as celery_state
 from django.conf import settings
 from django.db import connection
 
-BROKER_URL = "redis://127.0.0.1:6379/15"  # a database of its own, away from anything else
+
+def redis_url(database: int) -> str:
+    """Redis database `database` (0-7) of the SQLite pass; the PostgreSQL pass, which
+    scripts/test runs beside it, has the one 8 higher, so neither empties or drains the other's
+    queues. Each test module that uses Redis takes a number no other module uses."""
+    assert 0 <= database < 8, database
+    on_postgresql = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+    return f"redis://127.0.0.1:6379/{database + 8 if on_postgresql else database}"
+
+
+BROKER_URL = redis_url(7)  # the worker's queue
 BASE_DIR = Path(settings.BASE_DIR)
 STARTUP_SECONDS = 60
 TASK_SECONDS = 60

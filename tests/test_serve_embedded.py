@@ -21,6 +21,7 @@ import pytest
 import redis
 from django.conf import settings
 
+from tests.celery_support import redis_url
 from tests.extraction.helpers import answer, conversation, memory
 from tests.fake_openai import FakeOpenAI
 from tests.memories.mcp_support import calls, list_tools, over_http, result_body
@@ -34,7 +35,7 @@ from tests.topology import REPO, Service, free_port, is_ready, wait_until
 
 STARTUP_SECONDS = 180
 EXTRACTED_WITHIN_SECONDS = 90
-PRODUCTION_REDIS_URL = "redis://127.0.0.1:6379/8"  # broker and cache; a database no other test uses
+PRODUCTION_REDIS_URL = redis_url(4)  # broker and cache; a database no other test uses
 IS_POSTGRESQL = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
 
 

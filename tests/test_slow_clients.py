@@ -24,6 +24,7 @@ import pytest
 import redis
 from django.conf import settings
 
+from tests.celery_support import redis_url
 from tests.slow_clients import (
     Probe,
     SlowClients,
@@ -35,7 +36,7 @@ from tests.slow_clients import (
 )
 from tests.topology import free_port, get, wait_until
 
-REDIS_URL = "redis://127.0.0.1:6379/6"  # broker and cache; a database no other test uses
+REDIS_URL = redis_url(6)  # broker and cache; a database no other test uses
 STALLED = 16
 TRICKLING = 4
 SLOW_BODIES = 4

@@ -35,6 +35,7 @@ from django.conf import settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from extraction.models import ExtractionRun
+from tests.celery_support import redis_url
 from tests.topology import (
     FACTS,
     OWN_MEMORIES,
@@ -50,7 +51,7 @@ from tests.topology import (
     wait_until,
 )
 
-REDIS_URL = "redis://127.0.0.1:6379/5"  # broker and cache; a database no other test uses
+REDIS_URL = redis_url(5)  # broker and cache; a database no other test uses
 USERS = 40
 LOAD_SECONDS = 20.0
 KILL_AFTER_SECONDS = 8.0  # into the load, and after worker a has finished extractions

@@ -16,8 +16,9 @@ from django.test import Client
 
 from memories import embedders, monitoring
 from memories.embedders import get_embedder
+from tests.celery_support import redis_url
 
-SHARED_REDIS = "redis://127.0.0.1:6379/15"
+SHARED_REDIS = redis_url(7)  # the Celery worker tests' database: this one only connects
 CHECKS = {"database", "migrations", "vector_extension", "embedder", "broker"}
 
 
