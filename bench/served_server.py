@@ -19,7 +19,7 @@ STARTUP_TIMEOUT_SECONDS = 180
 
 
 class Server:
-    """gunicorn as the README's Production section runs it, on a free port of 127.0.0.1."""
+    """gunicorn as docs/operations.md (Production) runs it, on a free port of 127.0.0.1."""
 
     def __init__(self, url: str, *, workers: int, log: Path) -> None:
         with socket.socket() as probe:

@@ -1,4 +1,4 @@
-"""gunicorn for production: `gunicorn -c config/gunicorn.conf.py --workers 4` (README,
+"""gunicorn for production: `gunicorn -c config/gunicorn.conf.py --workers 4` (docs/operations.md,
 Production). Flags on the command line win over these values (--bind, --threads, ...).
 
 - gthread workers: each worker answers with a few threads and keeps idle client connections

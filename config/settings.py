@@ -103,9 +103,10 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
-# --- HTTPS (README, Production) -------------------------------------------------------------
+# --- HTTPS (docs/operations.md, Production) -------------------------------------------------------
 # Off by default so ./scripts/serve works over plain http, DEBUG on or off; the production
-# environment in the README turns each on, and `manage.py check --deploy` is clean with it.
+# environment in docs/operations.md turns each on, and `manage.py check --deploy` is clean
+# with it.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
@@ -334,7 +335,7 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# --- Input limits (documented in README) ------------------------------------------------------
+# --- Input limits (docs/api.md) ---------------------------------------------------------------
 MEMORY_KEY_MAX_LENGTH = 200
 MEMORY_VALUE_MAX_LENGTH = env.int("MEMORY_VALUE_MAX_LENGTH", default=4000)
 MEMORY_CATEGORY_MAX_LENGTH = 100
@@ -343,7 +344,7 @@ BULK_IDS_MAX = 500
 # Items in one batch write (memories, messages).
 BATCH_MAX_ITEMS = 500
 
-# --- Health and metrics (README, Operations) ---------------------------------------------------
+# --- Health and metrics (docs/operations.md) ---------------------------------------------------
 # GET /metrics answers callers with this bearer token and/or from these networks (both must
 # match when both are set); with neither it is closed.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")

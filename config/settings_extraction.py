@@ -1,4 +1,4 @@
-"""Extraction and consolidation proposals (README), part of config.settings: the utility
+"""Extraction and consolidation proposals (docs/extraction.md), part of config.settings: the utility
 model, when conversations are extracted, near-duplicate thresholds, and the periodic tasks
 Celery beat runs."""
 
@@ -13,7 +13,7 @@ LLM_API_KEY = env.str("LLM_API_KEY", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="")
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
 
-# --- Extraction (README) ----------------------------------------------------------------------
+# --- Extraction (docs/extraction.md) --------------------------------------------------------------
 # Conversation trigger policy for the automatic path (scanner, posted messages):
 EXTRACTION_USER_MESSAGES = env.int("EXTRACTION_USER_MESSAGES", default=6)
 EXTRACTION_IDLE_MINUTES = env.float("EXTRACTION_IDLE_MINUTES", default=30.0)
@@ -62,7 +62,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env.int("ERASURE_FINISH_INTERVAL_SECONDS", default=600, minimum=1),
     },
 }
-# --- Consolidation proposals (README) ---------------------------------------------------------
+# --- Consolidation proposals (docs/extraction.md) -------------------------------------------------
 # Active memories of one user and scope at least this similar (cosine) are proposed as a merge;
 # one not recalled or updated for this many days (0: never), and not more important than
 # CONSOLIDATION_STALE_MAX_IMPORTANCE, as an archival. Reviewers decide; nothing changes before.

@@ -1,4 +1,4 @@
-"""Logs (README, Operations), part of config.settings."""
+"""Logs (docs/operations.md), part of config.settings."""
 
 from config.settings_env import DEBUG, env
 

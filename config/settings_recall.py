@@ -1,5 +1,5 @@
-"""Recall and the hint (README), part of config.settings. Defaults tuned on the LOCOMO dev set:
-docs/benchmarks.md."""
+"""Recall and the hint (docs/recall.md), part of config.settings. Defaults tuned on the
+LOCOMO dev set: docs/benchmarks.md."""
 
 from config.env import ConfigurationError
 from config.settings_embeddings import EMBEDDER, EMBEDDING_LOCAL_MODEL

@@ -3,7 +3,7 @@ from rest_framework.routers import SimpleRouter
 
 from extraction import api
 
-# Paths have no trailing slash: clients use them exactly as the README lists them.
+# Paths have no trailing slash: clients use them exactly as docs/api.md lists them.
 router = SimpleRouter(trailing_slash=False)
 router.register("extraction-runs", api.ExtractionRunViewSet, basename="extraction-run")
 

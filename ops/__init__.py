@@ -1,2 +1,2 @@
 """What an operator watches: health and readiness probes, Prometheus metrics, structured logs
-with request ids (README, Operations)."""
+with request ids (docs/operations.md)."""

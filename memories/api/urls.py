@@ -3,7 +3,7 @@ from rest_framework.routers import SimpleRouter
 
 from memories.api import carrier_views, consolidation, portability, users, views
 
-# Paths have no trailing slash: clients use them exactly as the README lists them.
+# Paths have no trailing slash: clients use them exactly as docs/api.md lists them.
 router = SimpleRouter(trailing_slash=False)
 router.register("memories", views.MemoryViewSet, basename="memory")
 router.register("admin/memories", views.AdminMemoryViewSet, basename="admin-memory")

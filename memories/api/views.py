@@ -1,4 +1,4 @@
-"""The REST contract, as the README lists it. Each view validates, calls one service or
+"""The REST contract, as docs/api.md lists it. Each view validates, calls one service or
 selector, and serialises; errors are raised and shaped by memories.api.errors."""
 
 from django.conf import settings
