@@ -205,7 +205,7 @@ def test_a_wrong_method_answers_json(api):
     "path",
     [
         "/api/nope",
-        "/api/",
+        "/api/nope/",  # /api/ itself lists the links (test_api_root.py)
         "/api/memories/1/2/3",
         "/api/memories/00000000-0000-0000-0000-000000000000/nope",
     ],
