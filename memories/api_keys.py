@@ -9,7 +9,7 @@ API (memories.api.authentication) and the MCP server over HTTP both authenticate
 import hashlib
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -219,6 +219,18 @@ def unsaved_end_user(*, external_id: str, tenant: Tenant) -> User:
     and no data; its (random) id lets queries filter by it and find nothing. A write creates
     the real user (external_user_get_or_create)."""
     return User(username=_username_for(external_id, tenant), external_id=external_id, tenant=tenant)
+
+
+def principal_writing(principal: Principal) -> Principal:
+    """The principal a write acts as: a read's unsaved end user (principal_for with
+    creates_user=False) becomes the real one, created now."""
+    user = principal.user
+    if not user._state.adding:
+        return principal
+    saved, _ = external_user_get_or_create(
+        external_id=user.external_id, provision=True, tenant=user.tenant
+    )
+    return replace(principal, user=saved)
 
 
 def principal_for(

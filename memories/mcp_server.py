@@ -39,7 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memories.api.errors import error_body, exception_handler
 from memories.api.parsers import holds_lone_surrogate
 from memories.api.serializers import RecallContextSerializer
-from memories.api_keys import Principal, Unauthenticated, principal_for
+from memories.api_keys import Principal, Unauthenticated, principal_for, principal_writing
 from memories.errors import ServiceError
 from memories.models import ApiKeyScope
 from memories.tools import (
@@ -136,11 +136,14 @@ def mcp_server_build(*, caller_get: Callable[[Server], Caller]) -> Server:
             caller = caller_get(server)
             tool = tool_get(name)
             tool_authorize(tool=tool, principal=caller.principal)
+            principal = caller.principal
+            if tool.scope != ApiKeyScope.READ:
+                principal = await in_worker_thread(partial(principal_writing, principal))
             result = await in_worker_thread(
                 partial(
                     tool_call,
                     tool,
-                    user=caller.principal.user,
+                    user=principal.user,
                     context=caller.context,
                     arguments=arguments,
                 )
@@ -179,7 +182,10 @@ def caller_for_request(
     """Who an HTTP request is, as the REST API would have it, and the context its query
     parameters name. Raises Unauthenticated (no, unknown or revoked credentials),
     ServiceError (X-User-Id), ValidationError (a context id that is not the caller's)."""
-    principal = principal_for(authorization=authorization, external_id=external_id)
+    # Nothing but a write creates the end user (principal_writing, when a tool writes).
+    principal = principal_for(
+        authorization=authorization, external_id=external_id, creates_user=False
+    )
     if principal is None:
         raise Unauthenticated(
             "Send 'Authorization: Bearer <API key>' with 'X-User-Id: <end user id>', or "

@@ -22,8 +22,9 @@ USER_HEADER_PARAMETER = OpenApiParameter(
     description=(
         "The end user this request acts for: your own id for them (1 to "
         f"{EXTERNAL_ID_MAX_LENGTH} printable characters). Required with a service key "
-        "(Authorization: Bearer mem_…), which then acts as that user, created on first use "
-        "unless AUTO_PROVISION_USERS is off; a key with the review scope may leave it out to "
+        "(Authorization: Bearer mem_…), which then acts as that user: created by its first "
+        "write unless AUTO_PROVISION_USERS is off, while a read of an unknown id answers no "
+        "data and creates nothing; a key with the review scope may leave it out to "
         "act as its own staff account. Ignored with a user's token (Authorization: Token …) "
         "or a signed-in session, which act as their own user."
     ),

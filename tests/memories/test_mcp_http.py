@@ -178,6 +178,32 @@ def test_a_key_saves_recalls_and_forgets_as_the_rest_api_would(mcp_url):
     assert rest_as(headers).get("/api/memories").json()["data"] == []
 
 
+def test_reads_never_create_the_end_user_and_the_first_write_does(mcp_url):
+    _, raw_key = new_key("read", "write")
+    headers = key_headers(raw_key, "crm-new")
+
+    recalled, context = over_http(
+        mcp_url,
+        headers,
+        calls(
+            ("memory_recall", {"query": "anything"}),
+            ("memory_context", {"query": "anything", "top_k": None}),
+        ),
+    )
+
+    assert result_body(recalled) == {"data": []}
+    assert result_body(context)["memories"] == []
+    assert not User.objects.filter(external_id="crm-new").exists()
+
+    saved = over_http(
+        mcp_url, headers, call("memory_save", {"key": "pet", "value": "Has a cat", "confidence": 1})
+    )
+
+    user = User.objects.get(external_id="crm-new")
+    assert result_body(saved)["memory"]["external_user_id"] == "crm-new"
+    assert Memory.objects.get().user == user
+
+
 def test_a_read_only_key_cannot_save_or_forget_but_can_recall(mcp_url):
     _, raw_key = new_key("read")
 
