@@ -225,7 +225,7 @@ def principal_writing(principal: Principal) -> Principal:
     """The principal a write acts as: a read's unsaved end user (principal_for with
     creates_user=False) becomes the real one, created now."""
     user = principal.user
-    if not user._state.adding:
+    if not user._state.adding or user.external_id is None:
         return principal
     saved, _ = external_user_get_or_create(
         external_id=user.external_id, provision=True, tenant=user.tenant

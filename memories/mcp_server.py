@@ -32,6 +32,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework.exceptions import APIException
 from starlette.applications import Starlette
 from starlette.datastructures import Headers, QueryParams
+from starlette.requests import Request as StarletteRequest
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -42,6 +43,7 @@ from memories.api.serializers import RecallContextSerializer
 from memories.api_keys import Principal, Unauthenticated, principal_for, principal_writing
 from memories.errors import ServiceError
 from memories.models import ApiKeyScope
+from memories.startup import prepare_serving_process
 from memories.tools import (
     TOOLS,
     Tool,
@@ -51,6 +53,7 @@ from memories.tools import (
     tool_call,
     tool_get,
 )
+from ops.health import readiness_answer
 
 logger = logging.getLogger(__name__)
 
@@ -335,24 +338,43 @@ def _request_caller(server: Server) -> Caller:
     return request.scope[CALLER_SCOPE_KEY]
 
 
-def mcp_http_app() -> Starlette:
-    """The ASGI app serving the tools at /mcp (streamable HTTP, stateless, JSON answers).
-    A new app per server: its session manager runs once."""
+# As Django's never_cache: a probe's answer is never a cached one.
+NEVER_CACHE = {"Cache-Control": "max-age=0, no-cache, no-store, must-revalidate, private"}
+
+
+async def _healthz(request: StarletteRequest) -> JSONResponse:
+    return JSONResponse({"status": "ok"}, headers=NEVER_CACHE)
+
+
+async def _readyz(request: StarletteRequest) -> JSONResponse:
+    status, body = await in_worker_thread(readiness_answer)
+    return JSONResponse(body, status_code=status, headers=NEVER_CACHE)
+
+
+def mcp_http_app(*, probes: bool = False) -> Starlette:
+    """The ASGI app serving the tools at /mcp (streamable HTTP, stateless, JSON answers);
+    with `probes`, also GET /healthz and /readyz, as the API's address answers them (the MCP
+    server in a process of its own). A new app per server: its session manager runs once."""
     server = mcp_server_build(caller_get=_request_caller)
     # Stateless: every request stands alone (its own credentials, no session to pin to a
     # worker), so any process behind a load balancer can answer it.
     manager = StreamableHTTPSessionManager(app=server, stateless=True, json_response=True)
-    return Starlette(
-        routes=[
-            Route(
-                "/mcp",
-                endpoint=AuthenticationMiddleware(RequestGuardMiddleware(manager.handle_request)),
-            )
-        ],
-        lifespan=lambda app: manager.run(),
-    )
+    routes = [
+        Route(
+            "/mcp",
+            endpoint=AuthenticationMiddleware(RequestGuardMiddleware(manager.handle_request)),
+        )
+    ]
+    if probes:
+        routes += [
+            Route("/healthz", _healthz, methods=["GET", "HEAD"]),
+            Route("/readyz", _readyz, methods=["GET", "HEAD"]),
+        ]
+    return Starlette(routes=routes, lifespan=lambda app: manager.run())
 
 
 def serve_http(*, host: str, port: int) -> None:
-    """Serve the streamable HTTP transport with uvicorn until interrupted."""
-    uvicorn.run(mcp_http_app(), host=host, port=port, log_config=None)
+    """Serve the streamable HTTP transport with uvicorn until interrupted, the model loaded
+    first (so /readyz is 200 once it listens)."""
+    prepare_serving_process()
+    uvicorn.run(mcp_http_app(probes=True), host=host, port=port, log_config=None)

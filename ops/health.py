@@ -17,6 +17,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.utils import load_backend
 
 from config.celery import app as celery_app
+from ops.errors import error_body
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +79,24 @@ def readiness() -> list[CheckResult]:
     results.extend(_run(name, check) for name, check in PROCESS_CHECKS.items())
     results.append(_run("broker", _check_broker))
     return results
+
+
+def readiness_answer() -> tuple[int, dict]:
+    """The status and JSON body of GET /readyz, for every server that answers it (Django's
+    view, the MCP server on its own): 200 when every check passes, else 503 naming the
+    checks that failed."""
+    results = readiness()
+    body = {"status": "ok", "checks": {result.name: result.as_json() for result in results}}
+    failed = [result for result in results if result.status == "fail"]
+    if not failed:
+        return 200, body
+    names = ", ".join(result.name for result in failed)
+    details = {result.name: [result.detail] for result in failed}
+    return 503, {
+        **error_body("not_ready", f"Not ready: {names} failed.", details),
+        **body,
+        "status": "fail",
+    }
 
 
 def _run(name: str, check: Callable[[], None]) -> CheckResult:

@@ -28,22 +28,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @require_safe
 def readyz(request: HttpRequest) -> JsonResponse:
     """Readiness: 200 when every check passes, else 503 naming the checks that failed."""
-    results = health.readiness()
-    body = {"status": "ok", "checks": {result.name: result.as_json() for result in results}}
-    failed = [result for result in results if result.status == "fail"]
-    if not failed:
-        return JsonResponse(body)
-    names = ", ".join(result.name for result in failed)
-    body = {
-        **error_body(
-            "not_ready",
-            f"Not ready: {names} failed.",
-            {result.name: [result.detail] for result in failed},
-        ),
-        **body,
-        "status": "fail",
-    }
-    return JsonResponse(body, status=503)
+    status, body = health.readiness_answer()
+    return JsonResponse(body, status=status)
 
 
 @never_cache

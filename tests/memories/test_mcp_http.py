@@ -318,7 +318,15 @@ def test_the_command_serves_streamable_http_at_slash_mcp():
     with command_http_server() as url:
         refused = httpx.post(url, json=INITIALIZE, headers=ACCEPT)
         tools = over_http(url, key_headers(raw_key), list_tools)
+        live = httpx.get(url.replace("/mcp", "/healthz"))
+        ready = httpx.get(url.replace("/mcp", "/readyz"))
 
+    # A process of its own answers the probes as the API's address does.
+    assert live.status_code == 200 and live.json() == {"status": "ok"}
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["status"] == "ok"
+    assert ready.json()["checks"]["embedder"]["status"] == "ok"
+    assert ready.headers["Cache-Control"].startswith("max-age=0")
     assert refused.status_code == 401
     assert refused.json()["code"] == "not_authenticated"
     assert [tool.name for tool in tools] == list(TOOLS)
