@@ -20,6 +20,9 @@ if [ "$requirements_file" = requirements.txt ] &&
 fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$digest" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements_file"
+  # --no-compile: pip would byte-compile every installed module (~70 s of CPU, torch's most of
+  # it); Python compiles the ones a process imports, once, on first import instead.
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile \
+    -r "$requirements_file"
   echo "$digest" > "$stamp"
 fi
