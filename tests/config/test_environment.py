@@ -1,31 +1,21 @@
 """Settings from the environment: a malformed value stops start-up with one line naming the
 variable and the value expected (config/env.py); well-formed values start."""
 
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.processes import REPO, run_python
 
 
 def manage(*arguments: str, **variables: str) -> subprocess.CompletedProcess:
     """manage.py in a process of its own, with the real settings and these variables."""
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if key != "DJANGO_SETTINGS_MODULE" and not key.startswith(("RECALL_", "LOGIN_"))
-    }
-    environment.update({"SECRET_KEY": "test-only-secret-key", "EMBEDDER": "none", **variables})
-    return subprocess.run(
-        [sys.executable, "manage.py", *arguments],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    defaults = {"SECRET_KEY": "test-only-secret-key", "EMBEDDER": "none"}
+    return run_python(
+        ["manage.py", *arguments],
+        drop=("DJANGO_SETTINGS_MODULE",),
+        drop_prefixes=("RECALL_", "LOGIN_"),
+        **{**defaults, **variables},
     )
 
 
@@ -165,7 +155,9 @@ def test_similarity_thresholds_default_per_model(embedder, model, expected):
 
 def test_torch_runs_minilm_only():
     done = manage(
-        "check", EMBEDDER="local", EMBEDDER_RUNTIME="torch",
+        "check",
+        EMBEDDER="local",
+        EMBEDDER_RUNTIME="torch",
         EMBEDDING_LOCAL_MODEL="multilingual-e5-small",
     )
 
@@ -224,17 +216,12 @@ except Exception as exc:
     ],
 )
 def test_a_model_that_needs_the_export_tools_says_how_to_install_them(model, runtime, printed):
-    environment = {key: value for key, value in os.environ.items() if key != "EMBEDDER"}
-    environment.update(
-        SECRET_KEY="check", EMBEDDER="local", EMBEDDING_LOCAL_MODEL=model, EMBEDDER_RUNTIME=runtime
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", WITHOUT_EXPORT_TOOLS],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = run_python(
+        ["-c", WITHOUT_EXPORT_TOOLS],
+        SECRET_KEY="check",
+        EMBEDDER="local",
+        EMBEDDING_LOCAL_MODEL=model,
+        EMBEDDER_RUNTIME=runtime,
     )
 
     assert done.returncode == 0, done.stderr

@@ -4,12 +4,8 @@ run through ManagementUtility as `manage.py NAME --help` runs it, in a child pro
 production settings."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.processes import run_python
 
 # Every command's --help in one child process (a process per command would take a minute),
 # its exit code and any traceback recorded.
@@ -36,25 +32,15 @@ print(json.dumps(outcomes))
 
 
 def every_help() -> dict:
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL")
-    }
-    environment.update(
+    done = run_python(
+        ["-c", EVERY_HELP],
+        drop=("DATABASE_URL", "CELERY_BROKER_URL", "CACHE_URL"),
+        timeout=300,
         DJANGO_SETTINGS_MODULE="config.settings",
         DEBUG="false",
         SECRET_KEY="test-only-secret-key",
         EMBEDDER="none",
         LOG_LEVEL="WARNING",
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", EVERY_HELP],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])

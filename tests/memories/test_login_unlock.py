@@ -3,11 +3,8 @@ run as a process of its own as an operator would, lets the locked-out login in a
 POST /api/auth/token and /admin/login/ of this (another) process; so do axes' own reset
 commands. The counted failures are database rows, so this holds on SQLite and PostgreSQL."""
 
-import os
 import subprocess
-import sys
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from axes.models import AccessAttempt
@@ -16,8 +13,8 @@ from rest_framework.test import APIClient
 
 from tests.conftest import make_user
 from tests.memories.mcp_support import database_url
+from tests.processes import run_python
 
-REPO = Path(__file__).resolve().parents[2]
 LIMIT = 3
 ADDRESS_LIMIT = 6
 ADDRESS = "198.51.100.44"
@@ -36,25 +33,15 @@ def strict_limits(settings):
 def manage(*arguments: str) -> subprocess.CompletedProcess:
     """manage.py ARGUMENTS in a process of its own, on the test database, with production
     settings."""
-    environment = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DJANGO_SETTINGS_MODULE", "CELERY_BROKER_URL", "CACHE_URL")
-    }
-    environment.update(
+    return run_python(
+        ["manage.py", *arguments],
+        drop=("DJANGO_SETTINGS_MODULE", "CELERY_BROKER_URL", "CACHE_URL"),
+        timeout=300,
         DEBUG="false",
         SECRET_KEY="test-only-secret-key",
         DATABASE_URL=database_url(),
         EMBEDDER="none",
         LOG_LEVEL="WARNING",
-    )
-    return subprocess.run(
-        [sys.executable, "manage.py", *arguments],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
 
 
