@@ -240,13 +240,13 @@ def _embed(candidates: list[Candidate]) -> Sequence[list[float] | None]:
     return embedder.embed(texts)
 
 
-def _comparable(carriers: dict, candidate: Candidate, vector, same_text: dict) -> tuple:
+def _comparable(placement: CarrierIds, candidate: Candidate, vector, same_text: dict) -> tuple:
     """The user's memories worth comparing with a candidate, and their similarity to it:
     those with the same normalised text or key (from `same_text`, the scope's memories by
     normalised value and key) and the nearest by vector."""
     similarity = {}
     if vector is not None:
-        partition = CarrierIds.of(**carriers).partition
+        partition = placement.partition
         store = get_vector_store()
         for status in (Status.ACTIVE, Status.PENDING_REVIEW):
             for hit in store.nearest(vector=vector, partitions=[partition], k=5, status=status):
@@ -257,12 +257,12 @@ def _comparable(carriers: dict, candidate: Candidate, vector, same_text: dict) -
     return list(Memory.objects.filter(id__in=ids)), similarity
 
 
-def _scope_texts(carriers: dict) -> dict:
+def _scope_texts(placement: CarrierIds) -> dict:
     """The scope's live active and pending memories by normalised value and by normalised
     key. One query per scope and run: normalising happens in Python, so it is the same
     function on both databases."""
     rows = Memory.objects.filter(
-        CarrierIds.of(**carriers).condition,
+        placement.condition,
         deleted_at__isnull=True,
         status__in=[Status.ACTIVE, Status.PENDING_REVIEW],
     ).values_list("id", "key", "value")
@@ -309,11 +309,11 @@ def _save_candidates(source, candidates, vectors, shown) -> dict:
     texts_by_scope: dict = {}
     for candidate, vector in zip(candidates, vectors, strict=True):
         carriers = source.carriers(candidate.scope)
-        scope_key = CarrierIds.of(**carriers)
-        if scope_key not in texts_by_scope:
-            texts_by_scope[scope_key] = _scope_texts(carriers)
-        texts = texts_by_scope[scope_key]
-        existing, similarity = _comparable(carriers, candidate, vector, texts)
+        placement = CarrierIds.of(**carriers)
+        if placement not in texts_by_scope:
+            texts_by_scope[placement] = _scope_texts(placement)
+        texts = texts_by_scope[placement]
+        existing, similarity = _comparable(placement, candidate, vector, texts)
         decision = classify(
             key=candidate.key,
             value=candidate.value,

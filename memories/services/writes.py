@@ -42,11 +42,9 @@ def _check_carriers(
 ) -> None:
     """Each scope needs exactly its carriers (memories.carriers); name the field that is wrong."""
     given = {"user": user, "persona": persona, "project": project, "topic": topic}
-    errors = carrier_errors(scope, given=[name for name, value in given.items() if value])
-    if errors:
-        field, message = next(iter(errors.items()))
-        raise InvalidInput(message, field=field)
-    errors = ownership_errors(user, project=project, topic=topic)
+    errors = carrier_errors(
+        scope, given=[name for name, value in given.items() if value]
+    ) or ownership_errors(user, project=project, topic=topic)
     if errors:
         field, message = next(iter(errors.items()))
         raise InvalidInput(message, field=field)
