@@ -1,0 +1,141 @@
+"""The service's answers as typed dictionaries: the JSON as it arrives, with the field names of
+docs/api.md, so nothing is renamed between the API's documentation and a program."""
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+Scope = Literal["user", "project", "session", "persona", "persona_user"]
+Status = Literal["active", "pending_review", "archived"]
+
+
+class Memory(TypedDict):
+    id: str
+    scope: Scope
+    owner_id: str | None
+    user_id: str | None
+    external_user_id: str | None
+    persona_id: str | None
+    project_id: str | None
+    topic_id: str | None
+    key: str
+    value: str
+    category: str
+    source: str
+    source_channel_id: str | None
+    source_topic_id: str | None
+    source_work_session_id: str | None
+    source_message_ids: list[int]
+    importance: float
+    confidence: float
+    status: Status
+    supersedes_id: str | None
+    superseded_by_id: str | None
+    valid_from: str
+    valid_until: str | None
+    access_count: int
+    last_accessed_at: str | None
+    created_at: str
+    updated_at: str
+
+
+class SavedMemory(Memory):
+    """The answer to a save: the memory that holds the fact."""
+
+    created: bool  # false: a current memory said this already; nothing new was written
+    superseded_ids: list[str]
+    similar_ids: list[str] | None
+
+
+class ExportedMemory(Memory):
+    deleted_at: str | None
+
+
+class ScoreParts(TypedDict):
+    relevance: float
+    importance: float
+    recency: float
+    frequency: float
+    scope_bonus: float
+
+
+class RecallResult(Memory):
+    """A memory found by search or context, with its score and what the score is made of."""
+
+    score: float
+    score_parts: ScoreParts
+
+
+class Context(TypedDict):
+    hint: str
+    memories: list[RecallResult]
+
+
+class Me(TypedDict):
+    id: str
+    username: str
+    external_id: str | None
+    is_staff: bool
+
+
+class Topic(TypedDict):
+    id: str
+    title: str
+    persona_id: str | None
+    project_id: str | None
+    channel_id: str | None
+    created_at: str
+
+
+class Project(TypedDict):
+    id: str
+    name: str
+    created_at: str
+
+
+class RunSource(TypedDict):
+    kind: Literal["topic", "work_session"]
+    id: str
+
+
+class ExtractionRun(TypedDict):
+    task_id: str
+    status: Literal["queued", "running", "done", "skipped", "failed"]
+    source: RunSource
+    created: int
+    merged: int
+    skipped: int
+    memory_ids: list[str]
+    error: str | None
+    reason: str | None
+    started_at: str | None
+    finished_at: str | None
+    created_at: str
+    result: NotRequired[Any]
+
+
+class Message(TypedDict):
+    id: int
+    role: Literal["user", "assistant", "system"]
+    content: str
+    created_at: str
+
+
+class MessagesPosted(TypedDict):
+    """The answer to posting messages: them, and what happened to extraction (`{"status":
+    "not_triggered", "reason"}` or the run it started)."""
+
+    data: list[Message]
+    extraction: dict[str, Any]
+
+
+class ToolFunction(TypedDict):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    strict: bool
+
+
+class Tool(TypedDict):
+    """One tool in OpenAI's function-calling format, as `tools=[...]` takes it."""
+
+    type: Literal["function"]
+    function: ToolFunction
