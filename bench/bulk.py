@@ -13,6 +13,7 @@ MemoryEmbedding rows, and per database the search structures:
 No MemoryRevision rows are written: recall never reads them."""
 
 import time
+from collections.abc import Iterable
 
 import numpy as np
 from django.db import connection, transaction
@@ -27,12 +28,48 @@ CHUNK = 5000
 
 def load(user: User, items: list[tuple[str, str]], vectors: np.ndarray, *, model: str) -> dict:
     """Insert user-scope memories (key, value) with their vectors. Returns timings."""
-    partition = partition_key(scope=Scope.USER, user_id=user.id)
-    dimensions = int(vectors.shape[1])
+    return load_users([(user, items, vectors)], model=model)
+
+
+def load_users(batches: Iterable[tuple[User, list, np.ndarray]], *, model: str) -> dict:
+    """Insert the user-scope memories of several users, (user, items, vectors) each, as one
+    load: on PostgreSQL the HNSW index is dropped once, before the first user, and rebuilt
+    once after the last. Returns timings."""
     started = time.perf_counter()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(f"DROP INDEX IF EXISTS memory_embedding_hnsw_{dimensions}")
+    rows = 0
+    dropped = False
+    for user, items, vectors in batches:
+        dimensions = int(vectors.shape[1])
+        if connection.vendor == "postgresql" and not dropped:
+            with connection.cursor() as cursor:
+                cursor.execute(f"DROP INDEX IF EXISTS memory_embedding_hnsw_{dimensions}")
+            dropped = True
+        _insert(user, items, vectors, model=model)
+        rows += len(items)
+    rows_seconds = time.perf_counter() - started
+
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SET maintenance_work_mem = '1GB'")
+            get_vector_store().prepare(dimensions=dimensions)
+            cursor.execute("RESET maintenance_work_mem")
+            # What autovacuum would do minutes after such a load (the inserts cross its
+            # threshold), done now so that it does not run during the timings: a table of
+            # this size in service has long been vacuumed.
+            cursor.execute("VACUUM (ANALYZE)")
+        else:
+            cursor.execute("ANALYZE")
+    index_seconds = time.perf_counter() - started
+    return {
+        "rows": rows,
+        "rows_seconds": round(rows_seconds, 1),
+        "index_seconds": round(index_seconds, 1),
+    }
+
+
+def _insert(user: User, items: list[tuple[str, str]], vectors: np.ndarray, *, model: str):
+    partition = partition_key(scope=Scope.USER, user_id=user.id)
     for start in range(0, len(items), CHUNK):
         chunk = items[start : start + CHUNK]
         chunk_vectors = vectors[start : start + CHUNK]
@@ -55,26 +92,6 @@ def load(user: User, items: list[tuple[str, str]], vectors: np.ndarray, *, model
                 pairs = list(zip(memories, chunk_vectors, strict=True))
                 get_vector_store().save_many(items=pairs, model=model)
             get_keyword_index().save_new(memories=memories)
-    rows_seconds = time.perf_counter() - started
-
-    started = time.perf_counter()
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute("SET maintenance_work_mem = '1GB'")
-            get_vector_store().prepare(dimensions=dimensions)
-            cursor.execute("RESET maintenance_work_mem")
-            # What autovacuum would do minutes after such a load (the inserts cross its
-            # threshold), done now so that it does not run during the timings: a table of
-            # this size in service has long been vacuumed.
-            cursor.execute("VACUUM (ANALYZE)")
-        else:
-            cursor.execute("ANALYZE")
-    index_seconds = time.perf_counter() - started
-    return {
-        "rows": len(items),
-        "rows_seconds": round(rows_seconds, 1),
-        "index_seconds": round(index_seconds, 1),
-    }
 
 
 def _pg_embeddings(memories, vectors, *, partition, model):

@@ -74,6 +74,12 @@ def main(argv: list[str] | None = None) -> None:
 
         embedders.main(argv[1:])
         return
+    if argv[:1] == ["served"] and "--tenants" in argv:
+        # Many end users of one product (bench/tenants.py).
+        from bench import tenants
+
+        tenants.main(argv[1:])
+        return
     if argv[:1] == ["served"]:
         # Its own options (and its own databases, gunicorn and client processes).
         from bench import served

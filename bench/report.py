@@ -15,6 +15,7 @@ from bench.report_quality import (
 )
 from bench.report_relevance import embedders_section, vague_section
 from bench.report_served import served_history_section, served_section
+from bench.tenants_tables import tenants_section
 
 
 def markdown(found: list) -> str:
@@ -47,6 +48,9 @@ def markdown(found: list) -> str:
     if served:
         out += served_section(*served)
         out += served_history_section(found)
+    tenants = newest_result(found, "tenants")
+    if tenants:
+        out += tenants_section(*tenants)
     return "\n".join(out).rstrip() + "\n"
 
 

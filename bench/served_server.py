@@ -110,8 +110,8 @@ class Server:
 class Timer:
     """The timer process: bare KNN and query embedding of one query per call, in process."""
 
-    def __init__(self, url: str, queries: Path) -> None:
-        command = [sys.executable, "-m", "bench.served", "timer", "--database-url", url]
+    def __init__(self, url: str, queries: Path, *, module: str = "bench.served") -> None:
+        command = [sys.executable, "-m", module, "timer", "--database-url", url]
         command += ["--queries", str(queries)]
         self.process = subprocess.Popen(
             command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -127,6 +127,12 @@ class Timer:
     def exactness(self, queries: int) -> dict:
         """Share of the exact nearest RECALL_CANDIDATES that the service's search finds."""
         self.process.stdin.write(f"exact {queries}\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
+    def ask(self, request: dict):
+        """One JSON request, one JSON answer (the timer of bench/tenants_roles.py)."""
+        self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         return json.loads(self.process.stdout.readline())
 

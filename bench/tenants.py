@@ -1,0 +1,291 @@
+"""`python -m bench served --tenants`: many end users of one product, as the README deploys
+the service (gunicorn with config/gunicorn.conf.py, DEBUG off), timed over real sockets from
+other processes.
+
+Per database (PostgreSQL: 1,000,000 memories of 10,000 users; SQLite: 100,000 of 1,000; the
+bands and the activity are bench/tenants_plan.py's):
+1. a set-up process migrates, creates the users with their synthetic memories (bench/bulk.py,
+   one load: the HNSW index is built once at the end), one API key, and measures the
+   database's size;
+2. gunicorn starts on 127.0.0.1;
+3. per band, `--queries` timed GET /api/memories/search from this process over one
+   keep-alive connection, each by a user of the band drawn by activity (X-User-Id);
+4. the timer process (same database and model) measures, per band, the share of the user's
+   exact nearest RECALL_CANDIDATES that the service's search finds, and on PostgreSQL sweeps
+   hnsw.ef_search for the heavy users (share found, KNN time);
+5. `--clients` client processes search at once for `--seconds`, each search by a user drawn
+   by activity over all users: searches/s and latency;
+6. RSS (and PSS) of each gunicorn worker at the end.
+
+Results: bench/results/tenants[-quick].json, tables on stdout, and (full runs)
+docs/benchmarks.md. The load average before and after each database's run is recorded:
+timings on a shared 2-core machine are only as good as the machine is idle."""
+
+import argparse
+import datetime as dt
+import http.client
+import json
+import multiprocessing
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+from urllib.parse import urlencode
+
+from bench.common import RESULTS, ROOT, embedder_description, git_commit, machine
+from bench.served_server import Server, Timer
+from bench.tenants_plan import BANDS, searchers, user_sizes
+
+TOP_K = 10
+WARM_UP = 10
+EXACT_PER_BAND = 40
+SWEEP_QUERIES = 40
+SIZES = {"postgresql": (1_000_000, 10_000), "sqlite": (100_000, 1_000)}
+QUICK_SIZES = (40_000, 200)
+
+
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench served --tenants", description=__doc__)
+    parser.add_argument("--tenants", action="store_true", help="(selects this benchmark)")
+    parser.add_argument("--db", default="sqlite,postgresql", help="sqlite,postgresql")
+    parser.add_argument("--memories", type=int, help="all users' memories (see SIZES)")
+    parser.add_argument("--users", type=int, help="end users (see SIZES)")
+    parser.add_argument("--quick", action="store_true", help="smoke size: 40,000 of 200 users")
+    parser.add_argument("--queries", type=int, help="timed searches per band (150; quick 40)")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")
+    parser.add_argument("--seconds", type=float, help="concurrent run length (20; quick 5)")
+    parser.add_argument("--name", help="results file name (default tenants, tenants-quick)")
+    args = parser.parse_args(argv)
+    databases = [d.strip() for d in args.db.split(",") if d.strip()]
+    for database in databases:
+        if database not in SIZES:
+            parser.error(f"unknown database {database!r}")
+
+    started = time.perf_counter()
+    results: dict = {
+        "meta": {
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "command": "python -m bench served " + shlex.join(argv),
+            "machine": machine(),
+            "git": git_commit(),
+            "quick": args.quick,
+            "embedder": embedder_description(),
+        },
+        "tenants": {},
+    }
+    pg = None
+    if "postgresql" in databases:
+        from bench.pg import BenchPostgres
+
+        pg = BenchPostgres()
+    try:
+        for database in databases:
+            total, users = QUICK_SIZES if args.quick else SIZES[database]
+            plan = {
+                "memories": args.memories or total,
+                "users": args.users or users,
+                "queries": args.queries or (40 if args.quick else 150),
+                "workers": args.workers,
+                "clients": args.clients,
+                "seconds": args.seconds or (5.0 if args.quick else 20.0),
+            }
+            print(f"== tenants on {database}: {plan}", flush=True)
+            results["tenants"][database] = _run_database(database, plan, pg)
+    finally:
+        if pg is not None:
+            pg.stop()
+    results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
+
+    from bench.tenants_tables import markdown
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{args.name or ('tenants-quick' if args.quick else 'tenants')}.json"
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"results: {path.relative_to(ROOT)}")
+    print(markdown(results))
+    if not args.quick:
+        from bench.report import write_docs
+
+        write_docs()
+
+
+def _run_database(database: str, plan: dict, pg) -> dict:
+    tmp = Path(tempfile.mkdtemp(prefix="memory-tenants-"))
+    db_name = None
+    server = timer = None
+    try:
+        if database == "sqlite":
+            url = f"sqlite:///{tmp / 'tenants.sqlite3'}"
+        else:
+            db_name, url = pg.create_database("tenants")
+        planned = user_sizes(plan["memories"], plan["users"])
+        (tmp / "plan.json").write_text(json.dumps([asdict(user) for user in planned]))
+        setup = _setup(url, plan, tmp)
+        queries = setup["queries"]
+        (tmp / "queries.json").write_text(json.dumps(queries))
+        load_before = os.getloadavg()
+        server = Server(url, workers=plan["workers"], log=tmp / "gunicorn.log")
+        key = {"Authorization": f"Bearer {setup['key']}"}
+        first_answer = server.start({**key, "X-User-Id": planned[0].external_id})
+        timer = Timer(url, tmp / "queries.json", module="bench.tenants")
+        memories = sum(user.memories for user in planned)
+        out: dict = {
+            "memories": memories,
+            "users": len(planned),
+            "bands": _band_counts(planned),
+            "load": setup["load"],
+            "database": setup["database"],
+            "bytes_per_million_memories": round(setup["database"]["bytes"] / memories * 1e6),
+            "gunicorn": {"workers": plan["workers"], "config": "config/gunicorn.conf.py"},
+            "time_to_first_answer_s": round(first_answer, 2),
+            "search": {},
+            "found_of_exact": {},
+        }
+        for band, _, _ in BANDS:
+            users = searchers(planned, plan["queries"], band=band, seed=len(band))
+            out["search"][band] = _timed_searches(server.port, key, users, queries)
+            picks = [
+                [user.external_id, (i * 7) % len(queries)]
+                for i, user in enumerate(users[:EXACT_PER_BAND])
+            ]
+            shares = timer.ask({"exact": picks})
+            out["found_of_exact"][band] = {
+                "queries": len(shares),
+                "mean": round(sum(shares) / len(shares), 4),
+                "lowest": round(min(shares), 4),
+            }
+        heavy = searchers(planned, SWEEP_QUERIES, band="heavy", seed=99)
+        sweep = [[user.external_id, (i * 11) % len(queries)] for i, user in enumerate(heavy)]
+        out["heavy_ef_search_sweep"] = timer.ask({"sweep": sweep})
+        mixed = searchers(planned, 5000, seed=5)
+        out["concurrent"] = _concurrent(
+            server.port, key, mixed, queries, plan["clients"], plan["seconds"]
+        )
+        out["workers"] = server.worker_memory()
+        out["loadavg_before"] = [round(x, 2) for x in load_before]
+        out["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+        return out
+    finally:
+        if timer is not None:
+            timer.stop()
+        if server is not None:
+            server.stop()
+        if db_name:
+            pg.drop_database(db_name)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _band_counts(planned) -> dict:
+    out: dict = {}
+    for user in planned:
+        band = out.setdefault(user.band, {"users": 0, "memories": 0})
+        band["users"] += 1
+        band["memories"] += user.memories
+    return out
+
+
+def _setup(url: str, plan: dict, tmp: Path) -> dict:
+    out = tmp / "setup.json"
+    command = [sys.executable, "-m", "bench.tenants", "setup", "--database-url", url]
+    command += ["--plan", str(tmp / "plan.json"), "--queries", str(plan["queries"])]
+    command += ["--out", str(out)]
+    subprocess.run(command, cwd=ROOT, check=True)
+    return json.loads(out.read_text())
+
+
+def _search(connection, key: dict, external_id: str, query: str) -> None:
+    path = "/api/memories/search?" + urlencode({"q": query, "top_k": TOP_K})
+    connection.request("GET", path, headers={**key, "X-User-Id": external_id})
+    response = connection.getresponse()
+    body = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"search answered {response.status}: {body[:300]!r}")
+
+
+def _timed_searches(port: int, key: dict, users, queries: list[str]) -> dict:
+    from bench.metrics import latency_summary
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    for i in range(WARM_UP):
+        _search(connection, key, users[i % len(users)].external_id, queries[i % len(queries)])
+    seconds = []
+    for i, user in enumerate(users):
+        started = time.perf_counter()
+        _search(connection, key, user.external_id, queries[(i * 7) % len(queries)])
+        seconds.append(time.perf_counter() - started)
+    connection.close()
+    summary = latency_summary(seconds)
+    summary["memories_of_searchers_mean"] = round(sum(u.memories for u in users) / len(users))
+    return summary
+
+
+def _client(port, key, users, queries, offset, seconds, barrier, results) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    _search(connection, key, users[offset % len(users)], queries[offset % len(queries)])
+    barrier.wait()
+    deadline = time.perf_counter() + seconds
+    latencies, errors, i = [], 0, offset
+    while time.perf_counter() < deadline:
+        started = time.perf_counter()
+        try:
+            _search(connection, key, users[i % len(users)], queries[i % len(queries)])
+            latencies.append(time.perf_counter() - started)
+        except (RuntimeError, OSError):
+            errors += 1
+            connection.close()
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        i += 1
+    results.put((latencies, errors))
+
+
+def _concurrent(port, key, users, queries, clients: int, seconds: float) -> dict:
+    """clients processes, each on its own keep-alive connection, each search by the next of
+    `users` (drawn by activity) for `seconds`."""
+    from bench.metrics import latency_summary
+
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(clients + 1)
+    results = context.Queue()
+    ids = [user.external_id for user in users]
+    step = max(1, len(ids) // clients)
+    processes = [
+        context.Process(
+            target=_client, args=(port, key, ids, queries, i * step, seconds, barrier, results)
+        )
+        for i in range(clients)
+    ]
+    for process in processes:
+        process.start()
+    barrier.wait()
+    started = time.perf_counter()
+    collected = [results.get(timeout=seconds + 120) for _ in processes]
+    wall = time.perf_counter() - started
+    for process in processes:
+        process.join()
+    latencies = [s for got, _ in collected for s in got]
+    return {
+        "clients": clients,
+        "seconds": round(wall, 1),
+        "searches": len(latencies),
+        "errors": sum(errors for _, errors in collected),
+        "searches_per_s": round(len(latencies) / wall, 1),
+        "latency": latency_summary(latencies) if latencies else None,
+    }
+
+
+if __name__ == "__main__":
+    from bench.tenants_roles import setup_main, timer_main
+
+    roles = {"setup": setup_main, "timer": timer_main}
+    if sys.argv[1:2] and sys.argv[1] in roles:
+        roles[sys.argv[1]](sys.argv[2:])
+    else:
+        sys.exit(
+            "usage: python -m bench.tenants setup|timer ... (or python -m bench served --tenants)"
+        )

@@ -1,0 +1,86 @@
+"""The tables of `python -m bench served --tenants` results (bench/tenants.py): what it prints
+and what bench/report.py puts in docs/benchmarks.md."""
+
+from bench.report_cells import meta_lines, pct
+
+# Issue 26's targets: PostgreSQL p95 per band at a million memories of 10,000 users; the share
+# of the exact nearest found (light users exactly theirs, heavy users at least 0.98).
+P95_TARGET_MS = {"postgresql": 30.0}
+FOUND_TARGET = {"light": 1.0, "medium": 0.98, "heavy": 0.98}
+
+
+def _mark(met: bool) -> str:
+    return "met" if met else "**missed**"
+
+
+def markdown(results: dict) -> str:
+    meta = results["meta"]
+    lines = [
+        f"Embedder: {meta['embedder']}." + (" Quick run, provisional." if meta["quick"] else ""),
+        "",
+        "| database | memories / users | band: users, memories | searches by | "
+        "HTTP search p50 / p95 ms | found of exact top 50 (lowest) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for database, run in results["tenants"].items():
+        target = P95_TARGET_MS.get(database)
+        for band, search in run["search"].items():
+            counts = run["bands"][band]
+            found = run["found_of_exact"][band]
+            p95_note = ""
+            if target is not None:
+                p95_note = f" ({_mark(search['p95_ms'] <= target)}: ≤ {target:g})"
+            lines.append(
+                f"| {database} | {run['memories']:,} / {run['users']:,} | {band}: "
+                f"{counts['users']:,}, {counts['memories']:,} | users of "
+                f"~{search['memories_of_searchers_mean']:,} memories | {pct(search)}"
+                f"{p95_note} | {found['mean']:.3f} ({found['lowest']:.2f}; "
+                f"{_mark(found['mean'] >= FOUND_TARGET[band])}) |"
+            )
+    lines += [
+        "",
+        "| database | 8 clients: searches/s, p50 / p95 ms | RSS (PSS) per worker | "
+        "database size per million memories | load before, after |",
+        "|---|---|---|---|---|",
+    ]
+    for database, run in results["tenants"].items():
+        concurrent = run["concurrent"]
+        memory = ", ".join(
+            f"{w.get('rss_mb', 0):.0f} ({w.get('pss_mb', 0):.0f}) MB" for w in run["workers"]
+        )
+        lines.append(
+            f"| {database} | {concurrent['searches_per_s']:.1f}/s, "
+            f"{pct(concurrent['latency'])} | {memory} | "
+            f"{run['bytes_per_million_memories'] / 1e9:.2f} GB | "
+            f"{run['loadavg_before'][0]:.2f}, {run['loadavg_after'][0]:.2f} |"
+        )
+    sweeps = [(db, run["heavy_ef_search_sweep"]) for db, run in results["tenants"].items()]
+    for database, sweep in sweeps:
+        if not sweep:
+            continue
+        lines += [
+            "",
+            f"{database}, heavy users: hnsw.ef_search against the share of the exact nearest "
+            "found and the bare KNN time",
+            "",
+            "| ef_search | found (lowest) | KNN p50 / p95 ms |",
+            "|---|---|---|",
+        ]
+        for row in sweep:
+            lines.append(
+                f"| {row['ef_search']} | {row['found']:.3f} ({row['lowest']:.2f}) | "
+                f"{row['knn_p50_ms']:.1f} / {row['knn_p95_ms']:.1f} |"
+            )
+    return "\n".join(lines)
+
+
+def tenants_section(name: str, data: dict) -> list[str]:
+    """`python -m bench served --tenants`: many end users of one product."""
+    return [
+        "## Many users (gunicorn, `bench served --tenants`)",
+        "",
+        *meta_lines(name, data),
+        "",
+        markdown(data),
+        "",
+    ]
