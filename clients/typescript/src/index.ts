@@ -1,0 +1,188 @@
+/**
+ * The memory service's TypeScript client: openapi-fetch over the types generated from the
+ * service's OpenAPI schema (src/schema.d.ts), with the key, the end user and errors handled
+ * once, and a few methods for the common calls. Everything else goes through `raw`, typed.
+ */
+import createClient, { type Client, type Middleware } from "openapi-fetch";
+
+import type { components, operations, paths } from "./schema.js";
+
+export type { components, operations, paths };
+
+type Schemas = components["schemas"];
+export type Memory = Schemas["Memory"];
+export type SavedMemory = Schemas["SavedMemory"];
+export type RecallResult = Schemas["RecallResult"];
+export type ContextResponse = Schemas["ContextResponse"];
+export type ErrorBody = Schemas["Error"];
+export type MemoryCreate = Schemas["MemoryCreateRequest"];
+export type MemoryUpdate = Schemas["PatchedMemoryUpdateRequest"];
+export type SearchOptions = Omit<
+  NonNullable<operations["memories_search_retrieve"]["parameters"]["query"]>,
+  "q"
+>;
+export type ContextOptions = Omit<Schemas["ContextRequestRequest"], "query">;
+export type ListFilters = Omit<
+  NonNullable<operations["memories_list"]["parameters"]["query"]>,
+  "page"
+>;
+
+export type RawClient = Client<paths>;
+
+export interface MemoryClientOptions {
+  /** Where the service answers, e.g. "http://127.0.0.1:8000" (no /api). */
+  baseUrl: string;
+  /** An API key (mem_…), sent as `Authorization: Bearer`. */
+  apiKey: string;
+  /** The end user the requests act for (`X-User-Id`); a review key may leave it out. */
+  userId?: string;
+  /** A fetch of your own (a proxy, a test double of the network); the global fetch otherwise. */
+  fetch?: typeof globalThis.fetch;
+}
+
+function isErrorBody(body: unknown): body is ErrorBody {
+  return (
+    typeof body === "object" &&
+    body !== null &&
+    typeof (body as ErrorBody).code === "string" &&
+    typeof (body as ErrorBody).detail === "string"
+  );
+}
+
+/** An answer other than 2xx: its status and the error JSON (`code`, `detail`, `fields`). */
+export class MemoryServiceError extends Error {
+  readonly status: number;
+  /** The body as the service sent it: the error JSON, or the text when it was not JSON. */
+  readonly body: unknown;
+  readonly code: string;
+  readonly detail: string;
+  /** Each field at fault with its messages; empty when the error names none. */
+  readonly fields: Record<string, string[]>;
+
+  constructor(status: number, body: unknown) {
+    const errorBody = isErrorBody(body) ? body : undefined;
+    const detail = errorBody?.detail ?? (typeof body === "string" ? body : JSON.stringify(body));
+    super(`${status} ${errorBody?.code ?? "error"}: ${detail}`);
+    this.name = "MemoryServiceError";
+    this.status = status;
+    this.body = body;
+    this.code = errorBody?.code ?? "error";
+    this.detail = detail;
+    this.fields = errorBody?.fields ?? {};
+  }
+}
+
+interface FetchResult<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+/** The data of an openapi-fetch answer, or a MemoryServiceError: for calls made through `raw`. */
+export function unwrap<T>(result: FetchResult<T>): T {
+  if (!result.response.ok) {
+    throw new MemoryServiceError(result.response.status, result.error);
+  }
+  return result.data as T;
+}
+
+function credentials(apiKey: string, userId: string | undefined): Middleware {
+  return {
+    onRequest({ request }) {
+      request.headers.set("Authorization", `Bearer ${apiKey}`);
+      if (userId !== undefined) {
+        request.headers.set("X-User-Id", userId);
+      }
+      return request;
+    },
+  };
+}
+
+// The largest page the service serves: fewest requests when following pages.
+const LIST_PAGE_SIZE = 200;
+
+export class MemoryClient {
+  /** The typed openapi-fetch client, key and user already set: every endpoint of the schema. */
+  readonly raw: RawClient;
+  readonly userId: string | undefined;
+  private readonly options: MemoryClientOptions;
+
+  constructor(options: MemoryClientOptions) {
+    this.options = options;
+    this.userId = options.userId;
+    this.raw = createClient<paths>({
+      baseUrl: options.baseUrl.replace(/\/+$/, ""),
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
+    this.raw.use(credentials(options.apiKey, options.userId));
+  }
+
+  /** The same service and key, acting for another end user. */
+  withUser(userId: string): MemoryClient {
+    return new MemoryClient({ ...this.options, userId });
+  }
+
+  /** Save a fact; the memory that holds it (with `superseded_ids` when it replaced others). */
+  async save(memory: MemoryCreate): Promise<SavedMemory> {
+    return unwrap(await this.raw.POST("/api/memories", { body: memory }));
+  }
+
+  /** Memories matching the query, best first, each with its score. */
+  async search(query: string, options: SearchOptions = {}): Promise<RecallResult[]> {
+    const answer = unwrap(
+      await this.raw.GET("/api/memories/search", {
+        params: { query: { ...options, q: query } },
+      }),
+    );
+    return answer.data;
+  }
+
+  /** The hint for a model turn's system prompt and the memories it was made from. */
+  async context(query: string, options: ContextOptions = {}): Promise<ContextResponse> {
+    return unwrap(await this.raw.POST("/api/memories/context", { body: { ...options, query } }));
+  }
+
+  async get(id: string): Promise<Memory> {
+    return unwrap(await this.raw.GET("/api/memories/{id}", { params: { path: { id } } }));
+  }
+
+  /** Change the fields given, leaving the others as they are (PATCH). */
+  async update(id: string, fields: MemoryUpdate): Promise<Memory> {
+    return unwrap(
+      await this.raw.PATCH("/api/memories/{id}", { params: { path: { id } }, body: fields }),
+    );
+  }
+
+  /** Delete a memory (soft: the service keeps the row, its vector goes). */
+  async delete(id: string): Promise<void> {
+    unwrap(await this.raw.DELETE("/api/memories/{id}", { params: { path: { id } } }));
+  }
+
+  /** Every memory matching the filters, following the pages. */
+  async list(filters: ListFilters = {}): Promise<Memory[]> {
+    const memories: Memory[] = [];
+    for (let page = 1; ; page++) {
+      const answer = unwrap(
+        await this.raw.GET("/api/memories", {
+          params: { query: { page_size: LIST_PAGE_SIZE, ...filters, page } },
+        }),
+      );
+      memories.push(...answer.data);
+      if (answer.next === null) {
+        return memories;
+      }
+    }
+  }
+
+  /** Erase the end user this client acts for and all their data, for good. */
+  async eraseUser(): Promise<void> {
+    if (this.userId === undefined) {
+      throw new TypeError("eraseUser needs a userId: create the client with one, or use withUser");
+    }
+    unwrap(await this.raw.POST("/api/me/erase", { body: { confirm: this.userId } }));
+  }
+}
+
+export function createMemoryClient(options: MemoryClientOptions): MemoryClient {
+  return new MemoryClient(options);
+}

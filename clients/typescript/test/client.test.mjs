@@ -1,0 +1,140 @@
+// The client against a running service: MEMORY_BASE_URL and MEMORY_API_KEY (a read,write key)
+// name it. Each test acts for end users of its own, so tests need no cleaning between them.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { test } from "node:test";
+
+import { createMemoryClient, MemoryServiceError, unwrap } from "../dist/index.js";
+
+const baseUrl = process.env.MEMORY_BASE_URL;
+const apiKey = process.env.MEMORY_API_KEY;
+if (!baseUrl || !apiKey) {
+  throw new Error("Set MEMORY_BASE_URL and MEMORY_API_KEY to a running service and a read,write key");
+}
+
+function clientForNewUser() {
+  return createMemoryClient({ baseUrl, apiKey, userId: `ts-${randomUUID()}` });
+}
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  assert.fail("expected the call to be refused");
+}
+
+test("a memory saved is read, changed and deleted", async () => {
+  const client = clientForNewUser();
+  const saved = await client.save({ key: "home", value: "Lives in Porto", category: "place" });
+  assert.equal(saved.key, "home");
+  assert.equal(saved.external_user_id, client.userId);
+  assert.equal(saved.created, true);
+
+  const read = await client.get(saved.id);
+  assert.equal(read.value, "Lives in Porto");
+  assert.equal(read.category, "place");
+
+  const updated = await client.update(saved.id, { importance: 0.9 });
+  assert.equal(updated.importance, 0.9);
+  assert.equal((await client.get(saved.id)).importance, 0.9);
+
+  await client.delete(saved.id);
+  const gone = await rejection(client.get(saved.id));
+  assert.ok(gone instanceof MemoryServiceError);
+  assert.equal(gone.status, 404);
+});
+
+test("search answers the matching memory with its score, context the hint", async () => {
+  const client = clientForNewUser();
+  await client.save({ key: "home", value: "Lives in Porto" });
+  await client.save({ key: "diet", value: "Vegetarian" });
+
+  const results = await client.search("Porto", { top_k: 5 });
+  assert.equal(results[0]?.key, "home");
+  assert.equal(typeof results[0]?.score, "number");
+
+  const context = await client.context("Which city, Porto or Lisbon, do I live in?");
+  assert.match(context.hint, /Porto/);
+  assert.ok(context.memories.some((memory) => memory.key === "home"));
+});
+
+test("list follows the pages to every memory", async () => {
+  const client = clientForNewUser();
+  for (const key of ["home", "job", "diet"]) {
+    await client.save({ key, value: `The ${key} fact` });
+  }
+  const memories = await client.list({ page_size: 2 });
+  assert.deepEqual(memories.map((memory) => memory.key).sort(), ["diet", "home", "job"]);
+  assert.deepEqual(await client.list({ category: "none such" }), []);
+});
+
+test("an unknown memory is a 404 carrying the error JSON", async () => {
+  const error = await rejection(clientForNewUser().get(randomUUID()));
+  assert.ok(error instanceof MemoryServiceError);
+  assert.equal(error.status, 404);
+  assert.equal(error.code, "not_found");
+  assert.equal(error.body.code, "not_found");
+  assert.equal(typeof error.detail, "string");
+  assert.match(error.message, /^404 not_found: /);
+});
+
+test("bad input is a 400 naming the field", async () => {
+  const client = clientForNewUser();
+  const error = await rejection(client.save({ key: "home", value: "" }));
+  assert.ok(error instanceof MemoryServiceError);
+  assert.equal(error.status, 400);
+  assert.equal(error.code, "invalid");
+  assert.deepEqual(Object.keys(error.fields), ["value"]);
+  assert.deepEqual(error.body.fields, error.fields);
+
+  const unknown = await rejection(client.list({ stauts: "archived" }));
+  assert.equal(unknown.status, 400);
+  assert.ok("stauts" in unknown.fields);
+});
+
+test("a wrong key is a 401", async () => {
+  const client = createMemoryClient({ baseUrl, apiKey: "mem_wrong", userId: "ts-anyone" });
+  const error = await rejection(client.list());
+  assert.ok(error instanceof MemoryServiceError);
+  assert.equal(error.status, 401);
+});
+
+test("withUser acts for another user, who sees none of the first one's memories", async () => {
+  const alice = clientForNewUser();
+  const bob = alice.withUser(`ts-${randomUUID()}`);
+  assert.notEqual(bob.userId, alice.userId);
+  const saved = await alice.save({ key: "home", value: "Lives in Porto" });
+
+  assert.equal((await rejection(bob.get(saved.id))).status, 404);
+  assert.deepEqual(await bob.list(), []);
+  assert.deepEqual(await bob.search("Porto"), []);
+  assert.equal((await rejection(bob.delete(saved.id))).status, 404);
+  assert.equal((await alice.get(saved.id)).value, "Lives in Porto");
+});
+
+test("the raw client reaches every endpoint with the key and user set", async () => {
+  const client = clientForNewUser();
+  await client.save({ key: "home", value: "Lives in Porto" });
+  const me = unwrap(await client.raw.GET("/api/me"));
+  assert.equal(me.external_id, client.userId);
+  const count = unwrap(await client.raw.GET("/api/memories/count"));
+  assert.equal(count.active, 1);
+  const missing = await client.raw.GET("/api/memories/{id}", {
+    params: { path: { id: randomUUID() } },
+  });
+  assert.equal(missing.response.status, 404);
+  assert.throws(() => unwrap(missing), (error) => error instanceof MemoryServiceError);
+});
+
+test("eraseUser erases the user and their memories", async () => {
+  const client = clientForNewUser();
+  const saved = await client.save({ key: "home", value: "Lives in Porto" });
+  await client.eraseUser();
+  assert.equal((await rejection(client.get(saved.id))).status, 404);
+  assert.deepEqual(await client.list(), []);
+
+  const noUser = createMemoryClient({ baseUrl, apiKey });
+  await assert.rejects(noUser.eraseUser(), TypeError);
+});
