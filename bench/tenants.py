@@ -39,7 +39,7 @@ from urllib.parse import urlencode
 
 from bench.common import RESULTS, ROOT, embedder_description, git_commit, machine
 from bench.served_server import Server, Timer
-from bench.tenants_plan import BANDS, searchers, user_sizes
+from bench.tenants_plan import BANDS, PlannedUser, searchers, user_sizes
 
 TOP_K = 10
 WARM_UP = 10
@@ -61,6 +61,15 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")
     parser.add_argument("--seconds", type=float, help="concurrent run length (20; quick 5)")
     parser.add_argument("--name", help="results file name (default tenants, tenants-quick)")
+    parser.add_argument(
+        "--prepare-only",
+        metavar="DIR",
+        help="load the databases and keep them (their plan, key and queries in DIR), time "
+        "nothing: the load need not wait for an idle machine",
+    )
+    parser.add_argument(
+        "--prepared", metavar="DIR", help="time the databases --prepare-only DIR loaded"
+    )
     args = parser.parse_args(argv)
     databases = [d.strip() for d in args.db.split(",") if d.strip()]
     for database in databases:
@@ -96,11 +105,20 @@ def main(argv: list[str]) -> None:
                 "seconds": args.seconds or (5.0 if args.quick else 20.0),
             }
             print(f"== tenants on {database}: {plan}", flush=True)
-            results["tenants"][database] = _run_database(database, plan, pg)
+            prepared = Path(args.prepare_only or args.prepared or "") / database
+            if args.prepare_only:
+                _prepare(database, plan, pg, prepared)
+                continue
+            results["tenants"][database] = _run_database(
+                database, plan, pg, prepared if args.prepared else None
+            )
     finally:
         if pg is not None:
             pg.stop()
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
+    if args.prepare_only:
+        print(f"prepared in {args.prepare_only}: time them with --prepared {args.prepare_only}")
+        return
 
     from bench.tenants_tables import markdown
 
@@ -115,18 +133,39 @@ def main(argv: list[str]) -> None:
         write_docs()
 
 
-def _run_database(database: str, plan: dict, pg) -> dict:
+def _prepare(database: str, plan: dict, pg, where: Path) -> dict:
+    """A database with the plan's users and memories; its URL, plan and set-up in `where`."""
+    where.mkdir(parents=True, exist_ok=True)
+    if database == "sqlite":
+        url = f"sqlite:///{where.resolve() / 'tenants.sqlite3'}"
+    else:
+        url = pg.create_database("tenants")[1]
+    planned = user_sizes(plan["memories"], plan["users"])
+    (where / "plan.json").write_text(json.dumps([asdict(user) for user in planned]))
+    setup = _setup(url, plan, where)
+    (where / "url").write_text(url)
+    return setup
+
+
+def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="memory-tenants-"))
     db_name = None
     server = timer = None
     try:
-        if database == "sqlite":
-            url = f"sqlite:///{tmp / 'tenants.sqlite3'}"
+        if prepared is None:
+            if database == "sqlite":
+                url = f"sqlite:///{tmp / 'tenants.sqlite3'}"
+            else:
+                db_name, url = pg.create_database("tenants")
+            planned = user_sizes(plan["memories"], plan["users"])
+            (tmp / "plan.json").write_text(json.dumps([asdict(user) for user in planned]))
+            setup = _setup(url, plan, tmp)
         else:
-            db_name, url = pg.create_database("tenants")
-        planned = user_sizes(plan["memories"], plan["users"])
-        (tmp / "plan.json").write_text(json.dumps([asdict(user) for user in planned]))
-        setup = _setup(url, plan, tmp)
+            url = (prepared / "url").read_text()
+            planned = [
+                PlannedUser(**user) for user in json.loads((prepared / "plan.json").read_text())
+            ]
+            setup = json.loads((prepared / "setup.json").read_text())
         queries = setup["queries"]
         (tmp / "queries.json").write_text(json.dumps(queries))
         load_before = os.getloadavg()
