@@ -158,18 +158,18 @@ export class MemoryClient {
     unwrap(await this.raw.DELETE("/api/memories/{id}", { params: { path: { id } } }));
   }
 
-  /** Every memory matching the filters, following the pages. */
-  async list(filters: ListFilters = {}): Promise<Memory[]> {
-    const memories: Memory[] = [];
+  /** Every memory matching the filters, page after page as it is read:
+   * `for await (const memory of client.list({ status: "active" }))`. */
+  async *list(filters: ListFilters = {}): AsyncGenerator<Memory, void, undefined> {
     for (let page = 1; ; page++) {
       const answer = unwrap(
         await this.raw.GET("/api/memories", {
           params: { query: { page_size: LIST_PAGE_SIZE, ...filters, page } },
         }),
       );
-      memories.push(...answer.data);
+      yield* answer.data;
       if (answer.next === null) {
-        return memories;
+        return;
       }
     }
   }

@@ -16,6 +16,14 @@ function clientForNewUser() {
   return createMemoryClient({ baseUrl, apiKey, userId: `ts-${randomUUID()}` });
 }
 
+async function all(memories) {
+  const collected = [];
+  for await (const memory of memories) {
+    collected.push(memory);
+  }
+  return collected;
+}
+
 async function rejection(promise) {
   try {
     await promise;
@@ -65,9 +73,9 @@ test("list follows the pages to every memory", async () => {
   for (const key of ["home", "job", "diet"]) {
     await client.save({ key, value: `The ${key} fact` });
   }
-  const memories = await client.list({ page_size: 2 });
+  const memories = await all(client.list({ page_size: 2 }));
   assert.deepEqual(memories.map((memory) => memory.key).sort(), ["diet", "home", "job"]);
-  assert.deepEqual(await client.list({ category: "none such" }), []);
+  assert.deepEqual(await all(client.list({ category: "none such" })), []);
 });
 
 test("an unknown memory is a 404 carrying the error JSON", async () => {
@@ -89,14 +97,14 @@ test("bad input is a 400 naming the field", async () => {
   assert.deepEqual(Object.keys(error.fields), ["value"]);
   assert.deepEqual(error.body.fields, error.fields);
 
-  const unknown = await rejection(client.list({ stauts: "archived" }));
+  const unknown = await rejection(all(client.list({ stauts: "archived" })));
   assert.equal(unknown.status, 400);
   assert.ok("stauts" in unknown.fields);
 });
 
 test("a wrong key is a 401", async () => {
   const client = createMemoryClient({ baseUrl, apiKey: "mem_wrong", userId: "ts-anyone" });
-  const error = await rejection(client.list());
+  const error = await rejection(all(client.list()));
   assert.ok(error instanceof MemoryServiceError);
   assert.equal(error.status, 401);
 });
@@ -108,7 +116,7 @@ test("withUser acts for another user, who sees none of the first one's memories"
   const saved = await alice.save({ key: "home", value: "Lives in Porto" });
 
   assert.equal((await rejection(bob.get(saved.id))).status, 404);
-  assert.deepEqual(await bob.list(), []);
+  assert.deepEqual(await all(bob.list()), []);
   assert.deepEqual(await bob.search("Porto"), []);
   assert.equal((await rejection(bob.delete(saved.id))).status, 404);
   assert.equal((await alice.get(saved.id)).value, "Lives in Porto");
@@ -133,7 +141,7 @@ test("eraseUser erases the user and their memories", async () => {
   const saved = await client.save({ key: "home", value: "Lives in Porto" });
   await client.eraseUser();
   assert.equal((await rejection(client.get(saved.id))).status, 404);
-  assert.deepEqual(await client.list(), []);
+  assert.deepEqual(await all(client.list()), []);
 
   const noUser = createMemoryClient({ baseUrl, apiKey });
   await assert.rejects(noUser.eraseUser(), TypeError);

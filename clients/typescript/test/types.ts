@@ -31,9 +31,12 @@ export async function usesTheClient(): Promise<void> {
   const context = await client.context("Where do I live?", { top_k: 2 });
   const hint: string = context.hint;
 
-  const memories: Memory[] = await client.list({ status: "pending_review", page_size: 20 });
+  const memories: Memory[] = [];
+  for await (const pending of client.list({ status: "pending_review", page_size: 20 })) {
+    memories.push(pending);
+  }
   // @ts-expect-error: status is one of the schema's values
-  await client.list({ status: "gone" });
+  client.list({ status: "gone" });
 
   const memory: Memory = await client.update(saved.id, { value: "Lives in Lisbon" });
   // @ts-expect-error: a memory's answer fields are read-only
