@@ -28,19 +28,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-    validate_op_namespace,
-)
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+        validate_op_namespace,
+    )
+except ImportError as missing:
+    raise ImportError(
+        "memory_client.langgraph needs LangGraph: pip install 'memory-service-client[langgraph]'"
+    ) from missing
 
 from memory_client import calls
 from memory_client.async_client import AsyncMemoryClient
