@@ -11,7 +11,8 @@ if [ ! -x .venv/bin/python ]; then
   "$python_bin" -m venv .venv
 fi
 stamp=".venv/.installed-$(basename "$requirements_file")"
-digest=$(cat requirements*.txt | sha256sum | cut -d' ' -f1)
+# The Python client, which the dev requirements install, counts too.
+digest=$(cat requirements*.txt clients/python/pyproject.toml | sha256sum | cut -d' ' -f1)
 # requirements-dev.txt includes requirements.txt: scripts/serve after scripts/test (as the
 # slow-client test runs it) has nothing to install.
 if [ "$requirements_file" = requirements.txt ] &&
