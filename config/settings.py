@@ -91,6 +91,16 @@ from config.settings_recall import (  # noqa: F401
     RECALL_WEIGHT_RELEVANCE,
     VECTOR_MIRROR_MB,
 )
+from config.settings_webhooks import (  # noqa: F401
+    WEBHOOK_ALLOW_PRIVATE,
+    WEBHOOK_BEAT_SCHEDULE,
+    WEBHOOK_DISPATCH_INTERVAL_SECONDS,
+    WEBHOOK_RETRY_SECONDS,
+    WEBHOOK_TIMEOUT_SECONDS,
+)
+
+# The periodic work of every section, as Celery beat and the embedded scheduler run it.
+CELERY_BEAT_SCHEDULE = {**CELERY_BEAT_SCHEDULE, **WEBHOOK_BEAT_SCHEDULE}
 
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
@@ -145,6 +155,7 @@ INSTALLED_APPS = [
     "memories",
     "extraction",
     "review",
+    "webhooks",
     "ops",
 ]
 

@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/", ApiRootView.as_view(), name="api-root"),
     path("api/", include("extraction.urls")),
     path("api/", include("memories.api.urls")),
+    path("api/", include("webhooks.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", docs_view, name="docs"),
     path("admin/", admin.site.urls),

@@ -23,8 +23,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from extraction.models import ExtractionRun, ExtractionState, RunStatus, SourceKind
+from extraction.serializers import ExtractionRunSerializer
 from memories.models import User
 from ops.metrics import count_extraction_run
+from webhooks.events import event_emit
+from webhooks.models import EventType
 
 logger = logging.getLogger(__name__)
 
@@ -172,6 +175,7 @@ def run_finish(run: ExtractionRun, *, status: str, reason: str = "", **fields) -
     if finished:
         # For done, inside _extract's transaction, as its last statement before the commit.
         count_extraction_run(status)
+        _finished_event(run.id, user_id=run.user_id)
     return bool(finished)
 
 
@@ -184,4 +188,16 @@ def run_fail(*, task_id: str, error: str) -> bool:
     if failed:
         count_extraction_run(RunStatus.FAILED)
         logger.warning("extraction task %s failed: %s", task_id, error[:300])
+        run = ExtractionRun.objects.filter(task_id=task_id).values_list("id", "user_id").first()
+        if run is not None:
+            _finished_event(run[0], user_id=run[1])
     return bool(failed)
+
+
+def _finished_event(run_id: uuid.UUID, *, user_id: uuid.UUID | None) -> None:
+    """extraction_run.finished: the run as the API shows it, read back after its outcome."""
+    event_emit(
+        EventType.EXTRACTION_RUN_FINISHED,
+        user_id=user_id,
+        data=lambda: dict(ExtractionRunSerializer(ExtractionRun.objects.get(id=run_id)).data),
+    )

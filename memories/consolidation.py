@@ -44,6 +44,7 @@ from memories.models import (
 )
 from memories.recall.vector_store import get_vector_store, partition_of
 from memories.selectors import administered_by
+from webhooks.events import consolidation_proposal_created
 
 logger = logging.getLogger(__name__)
 
@@ -261,6 +262,7 @@ def _save(proposed: Proposed, *, created_at: datetime) -> bool:
         )
         if created:
             proposal.memories.set(proposed.memories)
+            consolidation_proposal_created(proposal)
     return created
 
 

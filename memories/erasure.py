@@ -33,6 +33,7 @@ from memories.models import ApiKey, Memory, MemoryRevision, User
 from memories.recall.index import unindex_memories
 from memories.recall.keyword import get_keyword_index
 from memories.recall.vector_store import get_vector_store
+from webhooks.events import deliveries_of_user_drop, user_erased
 
 # Memories per transaction. On SQLite 100 hold the write lock for 30-40 ms on the project's
 # slow 2-core machine (~0.3 ms a memory, mostly the keyword postings, FTS5 and vec0 rows), so
@@ -67,7 +68,10 @@ def erasure_hide(*, user_id: UUID) -> None:
     # The username (which may be the external id, or a person's name) goes now too: the
     # row lives on until the last step, and the name should be free at once. So do the
     # failed logins django-axes counts under it (they hold no foreign key to the user).
-    username = User.objects.filter(id=user_id).values_list("username", flat=True).first()
+    username, external_id = (
+        User.objects.filter(id=user_id).values_list("username", "external_id").first()
+        or (None, None)
+    )
     if username and username != _hidden_username(user_id):
         AccessAttempt.objects.filter(username=username).delete()
     User.objects.filter(id=user_id).update(
@@ -78,10 +82,15 @@ def erasure_hide(*, user_id: UUID) -> None:
         first_name="",
         last_name="",
     )
-    User.objects.filter(id=user_id, erasure_started_at__isnull=True).update(
+    started = User.objects.filter(id=user_id, erasure_started_at__isnull=True).update(
         erasure_started_at=timezone.now()
     )
     Token.objects.filter(user_id=user_id).delete()
+    # Webhook deliveries of events about the user hold their memories; user.erased, sent
+    # once (by the call that started the erasure), holds their ids only.
+    deliveries_of_user_drop(user_id=user_id)
+    if started:
+        user_erased(user_id=user_id, external_id=external_id)
 
 
 def _hidden_username(user_id: UUID) -> str:
@@ -136,6 +145,8 @@ def erasure_complete(*, user_id: UUID) -> None:
         get_keyword_index().purge_deleted()
         Session.objects.filter(session_key__in=session_keys).delete()
         LogEntry.objects.filter(object_id=str(user_id), content_type__model="user").delete()
+        # Events of a request still in flight since step 1 (memory events are dropped).
+        deliveries_of_user_drop(user_id=user_id)
         # The rest hangs on the user by cascading foreign keys (projects, topics and their
         # messages, work sessions, extraction state and runs, proposals, admin log entries).
         User.objects.filter(id=user_id).delete()

@@ -37,6 +37,7 @@ from memories.services import (
     snapshot,
 )
 from ops import timing
+from webhooks.events import memories_created
 
 
 @dataclass
@@ -249,6 +250,10 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
             )
         )
     _write_created(created, actor=actor)
+    memories_created(
+        [memory for memory, _ in created],
+        {answer.memory.id: answer.superseded_ids for answer in answers if answer.created},
+    )
     for held, before in raised.values():
         held.save(update_fields=["importance", "confidence", "updated_at"])
         record_revision(

@@ -21,6 +21,7 @@ from memories.recall.index import (
 )
 from memories.recall.vector_store import partition_of
 from memories.services.revisions import EDITABLE_FIELDS, clamp_unit, record_revision, snapshot
+from webhooks.events import memory_superseded
 
 
 def _transition(
@@ -81,6 +82,7 @@ def _transition(
             superseded_by=memory,
             at=memory.valid_from,
         )
+    memory_superseded(memory, replaced)
     return memory
 
 

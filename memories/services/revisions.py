@@ -10,6 +10,7 @@ from memories.models import (
     MemoryRevision,
     User,
 )
+from webhooks.events import memory_revision_event
 
 EDITABLE_FIELDS = ("key", "value", "category", "importance", "confidence")
 SNAPSHOT_FIELDS = (
@@ -44,7 +45,10 @@ def snapshot(memory: Memory) -> dict:
 def record_revision(
     memory: Memory, *, action: str, actor: User | None, before: dict | None, note: str = ""
 ) -> MemoryRevision:
-    return MemoryRevision.objects.create(
+    """Write the revision of a change, and queue the change's webhook event in the same
+    transaction (webhooks.events): every change to a memory but a batch save's inserts
+    (memories.saving) comes through here."""
+    revision = MemoryRevision.objects.create(
         memory=memory,
         action=action,
         actor=actor,
@@ -52,3 +56,5 @@ def record_revision(
         after=snapshot(memory),
         note=note,
     )
+    memory_revision_event(memory, action=action, is_new=before is None)
+    return revision

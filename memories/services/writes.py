@@ -30,6 +30,7 @@ from memories.recall.index import (
 from memories.selectors import changeable_by
 from memories.services.review import memory_archive, memory_review
 from memories.services.revisions import EDITABLE_FIELDS, clamp_unit, record_revision, snapshot
+from webhooks.events import memory_superseded
 
 
 def _check_carriers(
@@ -250,4 +251,5 @@ def memory_restore(*, memory_id: UUID, actor: User) -> Memory:
                 superseded_by=locked,
                 at=locked.valid_from,
             )
+        memory_superseded(locked, [holder.id for holder in holders])
     return locked
