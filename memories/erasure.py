@@ -68,10 +68,8 @@ def erasure_hide(*, user_id: UUID) -> None:
     # The username (which may be the external id, or a person's name) goes now too: the
     # row lives on until the last step, and the name should be free at once. So do the
     # failed logins django-axes counts under it (they hold no foreign key to the user).
-    username, external_id = (
-        User.objects.filter(id=user_id).values_list("username", "external_id").first()
-        or (None, None)
-    )
+    row = User.objects.filter(id=user_id).values_list("username", "external_id").first()
+    username, external_id = row or (None, None)
     if username and username != _hidden_username(user_id):
         AccessAttempt.objects.filter(username=username).delete()
     User.objects.filter(id=user_id).update(

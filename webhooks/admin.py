@@ -1,17 +1,42 @@
+from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 
+from memories.errors import InvalidInput
 from webhooks import endpoints
 from webhooks.events import endpoints_changed
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 
+class WebhookEndpointForm(forms.ModelForm):
+    """The API's checks: an http(s) URL on a public address (unless WEBHOOK_ALLOW_PRIVATE),
+    known event names."""
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ["tenant", "url", "description", "events", "is_active"]
+
+    def clean_url(self):
+        try:
+            return endpoints.url_validate(self.cleaned_data["url"])
+        except InvalidInput as error:
+            raise ValidationError(error.detail) from None
+
+    def clean_events(self):
+        events = self.cleaned_data["events"]
+        try:
+            return endpoints.events_validate(events if isinstance(events, list) else [events])
+        except InvalidInput as error:
+            raise ValidationError(error.detail) from None
+
+
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(admin.ModelAdmin):
+    form = WebhookEndpointForm
     list_display = ["url", "tenant", "is_active", "created_at"]
     list_filter = ["is_active", "tenant"]
     search_fields = ["url", "description"]
-    # The secret is shown once, by the API; the admin never shows it.
-    exclude = ["secret"]
+    # The secret is shown once, by the API; the admin never shows it (the form leaves it out).
 
     def save_model(self, request, obj, form, change):
         if not change:

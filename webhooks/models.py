@@ -26,7 +26,7 @@ class WebhookEndpoint(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="webhook_endpoints")
-    url = models.URLField(max_length=2000)
+    url = models.CharField(max_length=2000, help_text="http:// or https:// URL.")
     description = models.CharField(max_length=200, blank=True, default="")
     events = models.JSONField(default=list)
     secret = models.CharField(max_length=100, editable=False)

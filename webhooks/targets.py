@@ -66,7 +66,7 @@ def resolve(url: str) -> Target:
     host, port = url_check(url)
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as error:
+    except (OSError, UnicodeError, ValueError) as error:
         raise TargetRefused(f"The host {host!r} does not resolve: {error}.") from None
     addresses = [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in found]
     if not addresses:

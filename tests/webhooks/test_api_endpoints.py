@@ -40,7 +40,7 @@ def test_rotating_the_secret_answers_a_new_one_once(staff_api, public_only):
 
 
 def test_an_endpoint_is_updated_and_deleted(staff_api, public_only):
-    created = register(staff_api, URL, ["memory.created"])
+    created = register(staff_api, URL, ["memory.created"], description="CRM")
     changed = staff_api.patch(
         f"/api/webhooks/{created['id']}",
         {"events": ["memory.deleted", "user.erased"], "is_active": False},
@@ -49,6 +49,8 @@ def test_an_endpoint_is_updated_and_deleted(staff_api, public_only):
     assert changed.status_code == 200, changed.json()
     assert changed.json()["events"] == ["memory.deleted", "user.erased"]
     assert changed.json()["is_active"] is False
+    assert changed.json()["description"] == "CRM"  # what a PATCH leaves out stays
+    assert changed.json()["url"] == URL
     assert staff_api.delete(f"/api/webhooks/{created['id']}").status_code == 204
     assert not WebhookEndpoint.objects.exists()
     assert staff_api.get(f"/api/webhooks/{created['id']}").status_code == 404

@@ -198,3 +198,19 @@ def test_without_endpoints_an_event_costs_one_query_per_transaction(
     ).secret
     with transaction.atomic():
         assert event_emit("memory.created", user_id=None, data=lambda: {"n": 1}) == 1
+
+
+def test_an_import_creates_and_a_restore_supersedes(endpoint, receiver, alice, sent):
+    body = '{"key": "pet", "value": "A cat named Miso"}\n'
+    imported = sent(alice.post, "/api/memories/import", body, content_type="application/x-ndjson")
+    assert imported.status_code == 200, imported.json()
+    created = one(receiver, "memory.created")
+    assert created["key"] == "pet" and created["value"] == "A cat named Miso"
+
+    dog = sent(alice.post, "/api/memories", {"key": "pet", "value": "A dog"}, format="json")
+    restored = sent(alice.post, f"/api/memories/{created['id']}/restore")
+    assert restored.status_code == 200, restored.json()
+    superseded = receiver.events("memory.superseded")[-1]["data"]
+    assert superseded["id"] == created["id"] and superseded["status"] == "active"
+    assert superseded["superseded_ids"] == [dog.json()["id"]]
+    assert receiver.invalid == []
