@@ -78,30 +78,43 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+def _described(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}"[:500]
+
+
 def _send(endpoint: WebhookEndpoint, delivery: WebhookDelivery, at: datetime) -> Sent:
     try:
         target = resolve(endpoint.url)
     except TargetRefused as refused:
         return Sent(AttemptOutcome.REFUSED, error=str(refused))
-    # Connect to the address just checked (no second lookup that DNS could answer
-    # differently); the Host header and TLS (SNI, the certificate's name) keep the host name.
-    url = httpx.URL(endpoint.url).copy_with(host=target.address)
+    # Connect to an address just checked (no second lookup that DNS could answer
+    # differently), the next one when it refuses the connection (a name with an IPv6 and an
+    # IPv4 address, a server on one of them); the Host header and TLS (SNI, the
+    # certificate's name) keep the host name.
     headers = signed_headers(endpoint, delivery, at)
     headers["host"] = httpx.URL(endpoint.url).netloc.decode("ascii")
-    try:
-        with httpx.Client(
-            timeout=settings.WEBHOOK_TIMEOUT_SECONDS, verify=_tls_context(), trust_env=False
-        ) as client:
-            response = client.post(
-                url,
-                content=delivery.body.encode(),
-                headers=headers,
-                extensions={"sni_hostname": target.host},
-            )
-    except httpx.TimeoutException as error:
-        return Sent(AttemptOutcome.TIMEOUT, error=f"{type(error).__name__}: {error}"[:500])
-    except httpx.HTTPError as error:
-        return Sent(AttemptOutcome.ERROR, error=f"{type(error).__name__}: {error}"[:500])
+    response = None
+    failed = Sent(AttemptOutcome.ERROR, error="no address")
+    with httpx.Client(
+        timeout=settings.WEBHOOK_TIMEOUT_SECONDS, verify=_tls_context(), trust_env=False
+    ) as client:
+        for address in target.addresses:
+            try:
+                response = client.post(
+                    httpx.URL(endpoint.url).copy_with(host=address),
+                    content=delivery.body.encode(),
+                    headers=headers,
+                    extensions={"sni_hostname": target.host},
+                )
+                break
+            except httpx.ConnectError as error:  # refused: the next address may answer
+                failed = Sent(AttemptOutcome.ERROR, error=_described(error))
+            except httpx.TimeoutException as error:
+                return Sent(AttemptOutcome.TIMEOUT, error=_described(error))
+            except httpx.HTTPError as error:
+                return Sent(AttemptOutcome.ERROR, error=_described(error))
+    if response is None:
+        return failed
     if 200 <= response.status_code < 300:
         return Sent(AttemptOutcome.DELIVERED, status_code=response.status_code)
     return Sent(
@@ -124,7 +137,7 @@ def delivery_attempt(*, delivery_id: UUID | str) -> str:
         sent = _send(endpoint, delivery, now.astimezone(UTC))
     except Exception as error:  # recorded, never raised: the row must not stay claimed
         logger.exception("webhook delivery %s raised", delivery.message_id)
-        sent = Sent(AttemptOutcome.ERROR, error=f"{type(error).__name__}: {error}"[:500])
+        sent = Sent(AttemptOutcome.ERROR, error=_described(error))
     duration_ms = int((time.monotonic() - started) * 1000)
     number = delivery.attempt_count + 1
     WebhookAttempt.objects.create(

@@ -20,7 +20,7 @@ class TargetRefused(Exception):
 @dataclass(frozen=True)
 class Target:
     host: str  # as in the URL: the Host header and the name TLS checks
-    address: str  # the IP address to connect to
+    addresses: tuple[str, ...]  # every address it resolves to, checked, in the resolver's order
 
 
 def url_check(url: str) -> tuple[str, int]:
@@ -60,8 +60,8 @@ def is_public(address: IpAddress) -> bool:
 
 
 def resolve(url: str) -> Target:
-    """The address an attempt to `url` connects to: the first the host resolves to, after
-    every one of them was checked. Raises TargetRefused (a private address and
+    """The addresses an attempt to `url` may connect to: all the host resolves to, each
+    checked. Raises TargetRefused (a private address and
     WEBHOOK_ALLOW_PRIVATE off, a name that does not resolve, not an http(s) URL)."""
     host, port = url_check(url)
     try:
@@ -78,4 +78,4 @@ def resolve(url: str) -> Target:
                     f"The host {host!r} is or resolves to {address}, a private, loopback or "
                     "otherwise non-public address (allowed only with WEBHOOK_ALLOW_PRIVATE=true)."
                 )
-    return Target(host=host, address=str(addresses[0]))
+    return Target(host=host, addresses=tuple(dict.fromkeys(str(a) for a in addresses)))
