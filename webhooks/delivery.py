@@ -93,19 +93,23 @@ def _send(endpoint: WebhookEndpoint, delivery: WebhookDelivery, at: datetime) ->
     # certificate's name) keep the host name.
     headers = signed_headers(endpoint, delivery, at)
     headers["host"] = httpx.URL(endpoint.url).netloc.decode("ascii")
-    response = None
+    status_code = None
     failed = Sent(AttemptOutcome.ERROR, error="no address")
     with httpx.Client(
         timeout=settings.WEBHOOK_TIMEOUT_SECONDS, verify=_tls_context(), trust_env=False
     ) as client:
         for address in target.addresses:
             try:
-                response = client.post(
+                # Streamed and closed unread: only the status counts, and a receiver's
+                # answer, however large, is never loaded.
+                with client.stream(
+                    "POST",
                     httpx.URL(endpoint.url).copy_with(host=address),
                     content=delivery.body.encode(),
                     headers=headers,
                     extensions={"sni_hostname": target.host},
-                )
+                ) as response:
+                    status_code = response.status_code
                 break
             except httpx.ConnectError as error:  # refused: the next address may answer
                 failed = Sent(AttemptOutcome.ERROR, error=_described(error))
@@ -113,15 +117,11 @@ def _send(endpoint: WebhookEndpoint, delivery: WebhookDelivery, at: datetime) ->
                 return Sent(AttemptOutcome.TIMEOUT, error=_described(error))
             except httpx.HTTPError as error:
                 return Sent(AttemptOutcome.ERROR, error=_described(error))
-    if response is None:
+    if status_code is None:
         return failed
-    if 200 <= response.status_code < 300:
-        return Sent(AttemptOutcome.DELIVERED, status_code=response.status_code)
-    return Sent(
-        AttemptOutcome.FAILED,
-        status_code=response.status_code,
-        error=f"HTTP {response.status_code}",
-    )
+    if 200 <= status_code < 300:
+        return Sent(AttemptOutcome.DELIVERED, status_code=status_code)
+    return Sent(AttemptOutcome.FAILED, status_code=status_code, error=f"HTTP {status_code}")
 
 
 def delivery_attempt(*, delivery_id: UUID | str) -> str:
