@@ -54,6 +54,7 @@ API = {
         "consolidation-proposal-list",
         "Merges of similar memories proposed for review (staff).",
     ),
+    "webhooks": ("webhook-list", "Signed event deliveries to a product (staff, review key)."),
 }
 
 

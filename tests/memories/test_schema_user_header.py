@@ -8,7 +8,13 @@ pytestmark = pytest.mark.django_db
 
 # Operations where a service key acts as its own account (key_acts_as_itself), or that read
 # no key at all: X-User-Id means nothing there.
-WITHOUT_USER_HEADER = ("/api/admin/", "/api/users", "/api/personas", "/api/auth/token")
+WITHOUT_USER_HEADER = (
+    "/api/admin/",
+    "/api/users",
+    "/api/personas",
+    "/api/auth/token",
+    "/api/webhooks",
+)
 # Paths outside that set which must carry it; a schema that lost a family fails here.
 USER_PATHS = (
     "/api/memories",

@@ -683,6 +683,94 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Webhook endpoints of the caller's tenant, and their delivery log. */
+        get: operations["webhooks_list"];
+        put?: never;
+        /** @description Webhook endpoints of the caller's tenant, and their delivery log. */
+        post: operations["webhooks_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Webhook endpoints of the caller's tenant, and their delivery log. */
+        get: operations["webhooks_retrieve"];
+        put?: never;
+        post?: never;
+        /** @description Webhook endpoints of the caller's tenant, and their delivery log. */
+        delete: operations["webhooks_destroy"];
+        options?: never;
+        head?: never;
+        /** @description Webhook endpoints of the caller's tenant, and their delivery log. */
+        patch: operations["webhooks_partial_update"];
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Webhook endpoints of the caller's tenant, and their delivery log. */
+        get: operations["webhooks_deliveries_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/deliveries/{delivery_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Webhook endpoints of the caller's tenant, and their delivery log. */
+        post: operations["webhooks_deliveries_replay_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** @description Webhook endpoints of the caller's tenant, and their delivery log. */
+        post: operations["webhooks_rotate_secret_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/work-sessions": {
         parameters: {
             query?: never;
@@ -859,6 +947,11 @@ export interface components {
              * @description Merges of similar memories proposed for review (staff).
              */
             consolidation_proposals: string;
+            /**
+             * Format: uri
+             * @description Signed event deliveries to a product (staff, review key).
+             */
+            webhooks: string;
         };
         ApprovedCount: {
             approved: number;
@@ -963,6 +1056,19 @@ export interface components {
                 [key: string]: string[];
             };
         };
+        /**
+         * @description * `memory.created` - Memory Created
+         *     * `memory.updated` - Memory Updated
+         *     * `memory.superseded` - Memory Superseded
+         *     * `memory.deleted` - Memory Deleted
+         *     * `memory.approved` - Memory Approved
+         *     * `memory.rejected` - Memory Rejected
+         *     * `user.erased` - User Erased
+         *     * `extraction_run.finished` - Extraction Run Finished
+         *     * `proposal.created` - Proposal Created
+         * @enum {string}
+         */
+        EventTypeEnum: "memory.created" | "memory.updated" | "memory.superseded" | "memory.deleted" | "memory.approved" | "memory.rejected" | "user.erased" | "extraction_run.finished" | "proposal.created";
         ExtractionAccepted: {
             /** @description Follow it at GET /api/extraction-runs/{task_id}. */
             task_id: string;
@@ -1320,6 +1426,15 @@ export interface components {
             content: string;
         };
         MessagesExtraction: components["schemas"]["ExtractionNotTriggered"] | components["schemas"]["ExtractionRun"];
+        /**
+         * @description * `delivered` - Delivered
+         *     * `failed` - Failed
+         *     * `timeout` - Timeout
+         *     * `error` - Error
+         *     * `refused` - Refused
+         * @enum {string}
+         */
+        OutcomeEnum: "delivered" | "failed" | "timeout" | "error" | "refused";
         PaginatedConsolidationProposalList: {
             data: components["schemas"]["ConsolidationProposal"][];
             count: number;
@@ -1392,6 +1507,22 @@ export interface components {
             /** Format: uri */
             previous: string | null;
         };
+        PaginatedWebhookDeliveryList: {
+            data: components["schemas"]["WebhookDelivery"][];
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+        };
+        PaginatedWebhookEndpointList: {
+            data: components["schemas"]["WebhookEndpoint"][];
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+        };
         PaginatedWorkSessionList: {
             data: components["schemas"]["WorkSession"][];
             count: number;
@@ -1429,6 +1560,20 @@ export interface components {
         PatchedPersonaRequest: {
             name?: string;
             memory_enabled?: boolean;
+        };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
+        PatchedWebhookEndpointInputRequest: {
+            /** @description http:// or https:// URL. */
+            url?: string;
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created. */
+            events?: string[];
+            /** @default  */
+            description?: string;
+            /** @default true */
+            is_active?: boolean;
         };
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
@@ -1821,6 +1966,83 @@ export interface components {
          */
         UserCreateRequest: {
             external_id: string;
+        };
+        WebhookAttempt: {
+            readonly number: number;
+            /** Format: date-time */
+            readonly started_at: string;
+            readonly duration_ms: number;
+            readonly outcome: components["schemas"]["OutcomeEnum"];
+            readonly status_code: number | null;
+            readonly error: string;
+        };
+        WebhookDelivery: {
+            /** Format: uuid */
+            readonly id: string;
+            readonly event_type: components["schemas"]["EventTypeEnum"];
+            readonly webhook_id: string;
+            readonly status: components["schemas"]["WebhookDeliveryStatusEnum"];
+            readonly attempt_count: number;
+            /** Format: date-time */
+            readonly next_attempt_at: string | null;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** @description The event body as sent. */
+            readonly payload: {
+                [key: string]: unknown;
+            };
+            readonly attempts: components["schemas"]["WebhookAttempt"][];
+        };
+        /**
+         * @description * `pending` - Pending
+         *     * `delivered` - Delivered
+         *     * `failed` - Failed
+         * @enum {string}
+         */
+        WebhookDeliveryStatusEnum: "pending" | "delivered" | "failed";
+        WebhookEndpoint: {
+            /** Format: uuid */
+            readonly id: string;
+            /** @description http:// or https:// URL. */
+            readonly url: string;
+            readonly description: string;
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created. */
+            events: string[];
+            readonly is_active: boolean;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+        };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
+        WebhookEndpointInputRequest: {
+            /** @description http:// or https:// URL. */
+            url: string;
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created. */
+            events: string[];
+            /** @default  */
+            description?: string;
+            /** @default true */
+            is_active?: boolean;
+        };
+        WebhookEndpointWithSecret: {
+            /** Format: uuid */
+            readonly id: string;
+            /** @description http:// or https:// URL. */
+            readonly url: string;
+            readonly description: string;
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created. */
+            events: string[];
+            readonly is_active: boolean;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+            /** @description The signing secret (Standard Webhooks: whsec_ + base64). Shown in this answer only: keep it now. */
+            readonly secret: string;
         };
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
@@ -5387,6 +5609,521 @@ export interface operations {
             };
             /** @description No object with this id that the caller may see, or a page past the last one. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooks_list: {
+        parameters: {
+            query?: {
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedWebhookEndpointList"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooks_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WebhookEndpointInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the service accepts. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not of the media type this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooks_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooks_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooks_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedWebhookEndpointInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the service accepts. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not of the media type this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooks_deliveries_list: {
+        parameters: {
+            query?: {
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedWebhookDeliveryList"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooks_deliveries_replay_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                delivery_id: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the service accepts. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    webhooks_rotate_secret_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the service accepts. */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
