@@ -51,7 +51,10 @@ def load_users(batches: Iterable[tuple[User, list, np.ndarray]], *, model: str) 
     started = time.perf_counter()
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("SET maintenance_work_mem = '1GB'")
+            # The HNSW graph is built fast while it fits in maintenance_work_mem (some 2 KB a
+            # vector of 384 floats), far slower once it spills: room for the whole graph.
+            memory_mb = max(1024, rows * dimensions * 4 * 3 // 2**20)
+            cursor.execute(f"SET maintenance_work_mem = '{memory_mb}MB'")
             get_vector_store().prepare(dimensions=dimensions)
             cursor.execute("RESET maintenance_work_mem")
             # What autovacuum would do minutes after such a load (the inserts cross its
