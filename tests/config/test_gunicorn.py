@@ -167,7 +167,8 @@ def read_answer(sock: socket.socket) -> tuple[int, dict[str, str]]:
 
 
 def closed_by_server(sock: socket.socket) -> bool:
-    sock.settimeout(10)
+    # Generous: on a loaded machine the worker may take seconds to be scheduled at all.
+    sock.settimeout(30)
     try:
         return sock.recv(1) == b""
     except ConnectionResetError:
