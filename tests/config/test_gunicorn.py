@@ -91,11 +91,16 @@ def get(connection: http.client.HTTPConnection, path: str, token: str):
 
 
 def service_backends() -> list[int]:
-    """PostgreSQL backends connected to the test database, other than this test's own."""
+    """PostgreSQL backends of the service's request threads: connected to the test database,
+    other than this test's own, whose last statement read the memories (the requests here
+    count them). The embedded worker's thread has a connection of its own for the periodic
+    tasks (webhook deliveries every few seconds), which these tests are not about."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            "AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
+            "AND query LIKE %s",
+            ["%memories_memory%"],
         )
         return [row[0] for row in cursor.fetchall()]
 
