@@ -72,6 +72,7 @@ from config.settings_recall import (  # noqa: F401
     RECALL_ABOUT_USER_FLOOR,
     RECALL_ABOUT_USER_WEIGHT,
     RECALL_CANDIDATES,
+    RECALL_HNSW_EF_SEARCH,
     RECALL_HINT_TOP_K,
     RECALL_KEYWORD_FLOOR,
     RECALL_KEYWORD_ROW_BUDGET,
@@ -226,7 +227,9 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # comes back short, but its estimated cost grows with the user's memories; past
     # jit_above_cost PostgreSQL would spend tens of ms compiling every search with LLVM.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
-        "options", "-c hnsw.iterative_scan=relaxed_order -c jit=off"
+        "options",
+        "-c hnsw.iterative_scan=relaxed_order -c jit=off "
+        f"-c hnsw.ef_search={RECALL_HNSW_EF_SEARCH}",
     )
 # Keep a worker thread's connection between requests: opening one costs a PostgreSQL search
 # some 12 ms. The health check (a ping before the first query of a request that reuses the

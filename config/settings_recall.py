@@ -106,3 +106,11 @@ if not 0 < MEMORY_HINT_MAX_SHARE <= 1:
 # 3.05 background spreads from its memory and read as not about the user; with 500, 3.5 and
 # undecided; with 2000 MiniLM lost it entirely.
 RECALL_QUERY_READ_CHARS = env.int("RECALL_QUERY_READ_CHARS", default=500, minimum=1)
+# PostgreSQL: how wide the HNSW search is (pgvector's hnsw.ef_search, the candidates it keeps
+# while walking the graph), set on every connection. Wider finds more of the exact nearest for
+# users with many memories, at some KNN time (docs/benchmarks.md, "Many users": the sweep).
+RECALL_HNSW_EF_SEARCH = env.int("RECALL_HNSW_EF_SEARCH", default=40, minimum=1)
+if RECALL_HNSW_EF_SEARCH > 1000:
+    raise ConfigurationError(
+        f"RECALL_HNSW_EF_SEARCH={RECALL_HNSW_EF_SEARCH}: pgvector allows at most 1000"
+    )

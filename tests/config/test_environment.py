@@ -58,6 +58,16 @@ def manage(*arguments: str, **variables: str) -> subprocess.CompletedProcess:
             "EMBEDDING_BATCH_THREADS='0': expected a whole number of at least 1",
         ),
         ("VECTOR_MIRROR_MB", "-1", "VECTOR_MIRROR_MB='-1': expected a whole number of at least 0"),
+        (
+            "RECALL_HNSW_EF_SEARCH",
+            "0",
+            "RECALL_HNSW_EF_SEARCH='0': expected a whole number of at least 1",
+        ),
+        (
+            "RECALL_HNSW_EF_SEARCH",
+            "5000",
+            "RECALL_HNSW_EF_SEARCH=5000: pgvector allows at most 1000",
+        ),
         ("CONN_MAX_AGE", "-1", "CONN_MAX_AGE='-1': expected a whole number of at least 0"),
         ("EMBEDDING_THREADS", "0", "EMBEDDING_THREADS='0': expected a whole number of at least 1"),
         (

@@ -1,5 +1,6 @@
 """The vector store of the current database backend (sqlite-vec or pgvector) round-trips."""
 
+import pytest
 from django.db import connection
 
 from memories.embedders import embed_one
@@ -111,3 +112,13 @@ def test_delete_removes_the_vector_and_the_embedding_row(owner):
     assert not MemoryEmbedding.objects.filter(memory=gone).exists()
     hits = store.nearest(vector=unit(0), partitions=[partition_of(gone)], k=5, status="active")
     assert [h.memory_id for h in hits] == [kept.id]
+
+
+def test_postgresql_connections_search_the_hnsw_graph_as_wide_as_the_setting(db, settings):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL: hnsw.ef_search is pgvector's")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW hnsw.ef_search")
+        [(ef_search,)] = cursor.fetchall()
+
+    assert int(ef_search) == settings.RECALL_HNSW_EF_SEARCH
