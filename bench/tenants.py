@@ -319,9 +319,9 @@ def _concurrent(port, key, users, queries, clients: int, seconds: float) -> dict
 
 
 if __name__ == "__main__":
-    from bench.tenants_roles import setup_main, timer_main
+    from bench.tenants_roles import finish_main, setup_main, timer_main
 
-    roles = {"setup": setup_main, "timer": timer_main}
+    roles = {"setup": setup_main, "timer": timer_main, "finish": finish_main}
     if sys.argv[1:2] and sys.argv[1] in roles:
         roles[sys.argv[1]](sys.argv[2:])
     else:

@@ -68,6 +68,55 @@ def setup_main(argv: list[str]) -> None:
     )
 
 
+def finish_main(argv: list[str]) -> None:
+    """A load whose rows are in but whose index build was cut short (a build that spilled out
+    of maintenance_work_mem and crawled): build the index, vacuum, make the key and the
+    queries, and write the set-up as `setup` would have. The rows' load time is then not
+    known, and recorded as such."""
+    parser = argparse.ArgumentParser(prog="python -m bench.tenants finish")
+    parser.add_argument("--database-url", required=True)
+    parser.add_argument("--queries", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+
+    from bench import dj
+
+    dj.setup(args.database_url)
+    from django.db import connection
+
+    from bench import bulk
+    from bench.synthetic import Corpus, vocabulary
+    from memories.api_keys import api_key_create
+    from memories.embedders import get_embedder
+    from memories.models import Memory
+
+    embedder = get_embedder()
+    words = vocabulary()
+    word_vectors = dict(
+        zip(words, np.asarray(embedder.embed(words), dtype=np.float32), strict=True)
+    )
+    queries = Corpus(word_vectors).queries(args.queries)  # as setup drew them, first
+    _, raw_key = api_key_create(name=KEY_NAME + " (finished)", scopes=["read", "write"])
+    rows = Memory.objects.count()
+    started = time.perf_counter()
+    bulk.index_build(rows=rows, dimensions=len(word_vectors[words[0]]))
+    load = {
+        "rows": rows,
+        "rows_seconds": None,
+        "index_seconds": round(time.perf_counter() - started, 1),
+    }
+    Path(args.out).write_text(
+        json.dumps(
+            {
+                "key": raw_key,
+                "queries": queries,
+                "load": load,
+                "database": {**dj.database_info(), "bytes": _database_bytes(connection)},
+            }
+        )
+    )
+
+
 def _database_bytes(connection) -> int:
     """The database's size on disk: PostgreSQL's pg_database_size (tables, indexes, TOAST);
     SQLite's file with its write-ahead log, checkpointed first."""
