@@ -262,3 +262,32 @@ def test_with_the_mirror_off_searches_go_to_sqlite_vec(user, settings):
 
     assert len(hits) == 10
     assert mirrored_partitions() == []
+
+
+def test_a_light_users_partition_is_read_by_its_ids_not_by_a_scan_of_every_user(user):
+    """vec0 answers a query on its partition column by scanning every stored vector (a
+    quarter of a second at 100,000): a partition small next to the table, a light user's, is
+    loaded by point lookups of its memories, and holds exactly its own active vectors."""
+    heavy = with_vectors(user, random_vectors(300))
+    light_user = User.objects.create_user(username="light")
+    light = with_vectors(light_user, random_vectors(6, seed=3))
+    get_vector_store().set_status(memory_ids=[light[5].id], status=Status.ARCHIVED)
+    statements: list[str] = []
+    connection.ensure_connection()
+    connection.connection.set_trace_callback(statements.append)
+    try:
+        found = nearest(light[0], random_vectors(1, seed=3)[0], k=10)
+    finally:
+        connection.connection.set_trace_callback(None)
+
+    assert {hit.memory_id for hit in found} == {memory.id for memory in light[:5]}
+    vec_reads = [s for s in statements if "FROM vec_memory_embeddings" in s]
+    assert vec_reads and all("WHERE memory_id =" in s for s in vec_reads), vec_reads
+    # The heavy user's partition, most of the table, is still read in one scan.
+    statements.clear()
+    connection.connection.set_trace_callback(statements.append)
+    try:
+        assert len(nearest(heavy[0], random_vectors(1, seed=4)[0], k=10)) == 10
+    finally:
+        connection.connection.set_trace_callback(None)
+    assert any("WHERE partition =" in s for s in statements if "vec_memory_embeddings" in s)
