@@ -105,16 +105,20 @@ def breakdown(http_seconds: list[float], stages: list[dict]) -> list[dict]:
     return rows
 
 
-def _search_client(port, headers, queries, offset, seconds, barrier, results) -> None:
+def _search_client(port, headers, queries, users, offset, seconds, barrier, results) -> None:
+    def search(connection, i: int) -> None:
+        user = {"X-User-Id": users[i % len(users)]} if users else {}
+        request(connection, "GET", search_path(queries[i % len(queries)]), {**headers, **user})
+
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    request(connection, "GET", search_path(queries[offset % len(queries)]), headers)
+    search(connection, offset)
     barrier.wait()
     deadline = time.perf_counter() + seconds
     latencies, errors, i = [], 0, offset
     while time.perf_counter() < deadline:
         started = time.perf_counter()
         try:
-            request(connection, "GET", search_path(queries[i % len(queries)]), headers)
+            search(connection, i)
             latencies.append(time.perf_counter() - started)
         except (RuntimeError, OSError):
             errors += 1
@@ -124,18 +128,21 @@ def _search_client(port, headers, queries, offset, seconds, barrier, results) ->
     results.put((latencies, errors))
 
 
-def concurrent_searches(port, headers, queries, clients: int, seconds: float) -> dict:
-    """clients processes, each on its own keep-alive connection, searching for `seconds`."""
+def concurrent_searches(
+    port, headers, queries, clients: int, seconds: float, users: list[str] | None = None
+) -> dict:
+    """clients processes, each on its own keep-alive connection, searching for `seconds`;
+    with `users`, each search by the next of them (their X-User-Id)."""
     from bench.metrics import latency_summary
 
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(clients + 1)
     results = context.Queue()
-    step = max(1, len(queries) // clients)
+    step = max(1, len(users or queries) // clients)
     processes = [
         context.Process(
             target=_search_client,
-            args=(port, headers, queries, i * step, seconds, barrier, results),
+            args=(port, headers, queries, users, i * step, seconds, barrier, results),
         )
         for i in range(clients)
     ]

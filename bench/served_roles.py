@@ -24,20 +24,15 @@ def setup_main(argv: list[str]) -> None:
     from bench import dj
 
     dj.setup(args.database_url)
-    import numpy as np
 
     from bench import bulk
-    from bench.synthetic import Corpus, vocabulary
+    from bench.synthetic import embedded_corpus
     from memories.accounts import external_user_create
     from memories.api_keys import api_key_create
     from memories.embedders import get_embedder
 
     embedder = get_embedder()
-    words = vocabulary()
-    word_vectors = dict(
-        zip(words, np.asarray(embedder.embed(words), dtype=np.float32), strict=True)
-    )
-    corpus = Corpus(word_vectors)
+    corpus = embedded_corpus(embedder)
     queries = corpus.queries(args.queries)
     user = external_user_create(external_id=EXTERNAL_ID)
     _, raw_key = api_key_create(name="bench served", scopes=["read", "write"])

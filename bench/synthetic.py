@@ -175,3 +175,10 @@ class Corpus:
             }
             out.append(QUERY_TEMPLATES[rng.integers(len(QUERY_TEMPLATES))].format(**fields))
         return out
+
+
+def embedded_corpus(embedder) -> Corpus:
+    """The corpus over the vocabulary as `embedder` embeds it (the set-up processes' start)."""
+    words = vocabulary()
+    vectors = np.asarray(embedder.embed(words), dtype=np.float32)
+    return Corpus(dict(zip(words, vectors, strict=True)))

@@ -25,7 +25,6 @@ import argparse
 import datetime as dt
 import http.client
 import json
-import multiprocessing
 import os
 import shlex
 import shutil
@@ -38,6 +37,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from bench.common import RESULTS, ROOT, embedder_description, git_commit, machine
+from bench.served_client import concurrent_searches
 from bench.served_server import Server, Timer
 from bench.tenants_plan import BANDS, PlannedUser, searchers, user_sizes
 
@@ -203,8 +203,13 @@ def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
         sweep = [[user.external_id, (i * 11) % len(queries)] for i, user in enumerate(heavy)]
         out["heavy_ef_search_sweep"] = timer.ask({"sweep": sweep})
         mixed = searchers(planned, 5000, seed=5)
-        out["concurrent"] = _concurrent(
-            server.port, key, mixed, queries, plan["clients"], plan["seconds"]
+        out["concurrent"] = concurrent_searches(
+            server.port,
+            key,
+            queries,
+            plan["clients"],
+            plan["seconds"],
+            users=[user.external_id for user in mixed],
         )
         out["workers"] = server.worker_memory()
         out["loadavg_before"] = [round(x, 2) for x in load_before]
@@ -262,60 +267,6 @@ def _timed_searches(port: int, key: dict, users, queries: list[str]) -> dict:
     summary = latency_summary(seconds)
     summary["memories_of_searchers_mean"] = round(sum(u.memories for u in users) / len(users))
     return summary
-
-
-def _client(port, key, users, queries, offset, seconds, barrier, results) -> None:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    _search(connection, key, users[offset % len(users)], queries[offset % len(queries)])
-    barrier.wait()
-    deadline = time.perf_counter() + seconds
-    latencies, errors, i = [], 0, offset
-    while time.perf_counter() < deadline:
-        started = time.perf_counter()
-        try:
-            _search(connection, key, users[i % len(users)], queries[i % len(queries)])
-            latencies.append(time.perf_counter() - started)
-        except (RuntimeError, OSError):
-            errors += 1
-            connection.close()
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        i += 1
-    results.put((latencies, errors))
-
-
-def _concurrent(port, key, users, queries, clients: int, seconds: float) -> dict:
-    """clients processes, each on its own keep-alive connection, each search by the next of
-    `users` (drawn by activity) for `seconds`."""
-    from bench.metrics import latency_summary
-
-    context = multiprocessing.get_context("fork")
-    barrier = context.Barrier(clients + 1)
-    results = context.Queue()
-    ids = [user.external_id for user in users]
-    step = max(1, len(ids) // clients)
-    processes = [
-        context.Process(
-            target=_client, args=(port, key, ids, queries, i * step, seconds, barrier, results)
-        )
-        for i in range(clients)
-    ]
-    for process in processes:
-        process.start()
-    barrier.wait()
-    started = time.perf_counter()
-    collected = [results.get(timeout=seconds + 120) for _ in processes]
-    wall = time.perf_counter() - started
-    for process in processes:
-        process.join()
-    latencies = [s for got, _ in collected for s in got]
-    return {
-        "clients": clients,
-        "seconds": round(wall, 1),
-        "searches": len(latencies),
-        "errors": sum(errors for _, errors in collected),
-        "searches_per_s": round(len(latencies) / wall, 1),
-        "latency": latency_summary(latencies) if latencies else None,
-    }
 
 
 if __name__ == "__main__":

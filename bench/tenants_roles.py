@@ -30,18 +30,14 @@ def setup_main(argv: list[str]) -> None:
     from django.db import connection
 
     from bench import bulk
-    from bench.synthetic import Corpus, vocabulary
+    from bench.synthetic import embedded_corpus
     from memories.accounts import external_user_create
     from memories.api_keys import api_key_create
     from memories.embedders import get_embedder
 
     planned = json.loads(Path(args.plan).read_text())
     embedder = get_embedder()
-    words = vocabulary()
-    word_vectors = dict(
-        zip(words, np.asarray(embedder.embed(words), dtype=np.float32), strict=True)
-    )
-    corpus = Corpus(word_vectors)
+    corpus = embedded_corpus(embedder)
     queries = corpus.queries(args.queries)
     _, raw_key = api_key_create(name=KEY_NAME, scopes=["read", "write"])
 
@@ -85,21 +81,18 @@ def finish_main(argv: list[str]) -> None:
     from django.db import connection
 
     from bench import bulk
-    from bench.synthetic import Corpus, vocabulary
+    from bench.synthetic import embedded_corpus
     from memories.api_keys import api_key_create
     from memories.embedders import get_embedder
     from memories.models import Memory
 
     embedder = get_embedder()
-    words = vocabulary()
-    word_vectors = dict(
-        zip(words, np.asarray(embedder.embed(words), dtype=np.float32), strict=True)
-    )
-    queries = Corpus(word_vectors).queries(args.queries)  # as setup drew them, first
+    corpus = embedded_corpus(embedder)
+    queries = corpus.queries(args.queries)  # as setup drew them, first
     _, raw_key = api_key_create(name=KEY_NAME + " (finished)", scopes=["read", "write"])
     rows = Memory.objects.count()
     started = time.perf_counter()
-    bulk.index_build(rows=rows, dimensions=len(word_vectors[words[0]]))
+    bulk.index_build(rows=rows, dimensions=len(next(iter(corpus.word_vectors.values()))))
     load = {
         "rows": rows,
         "rows_seconds": None,
