@@ -176,3 +176,18 @@ def broker_app(name: str, queue_name: str) -> Iterator[Celery]:
         for key in client.scan_iter(match=f"*{queue_name}*"):  # the queue and its bindings
             client.delete(key)
         client.close()
+
+
+@contextmanager
+def running_worker(broker_app: Celery, *, print_log: bool = True, **arguments) -> Iterator[Worker]:
+    """A Worker(**arguments) started and answering `broker_app`'s ping; stopped afterwards,
+    its log printed (shown when a test of the module failed)."""
+    worker = Worker(**arguments)
+    try:
+        worker.start()
+        worker.wait_ready(broker_app)
+        yield worker
+    finally:
+        worker.stop()
+        if print_log:
+            print(f"--- Celery worker log ---\n{worker.log()}")

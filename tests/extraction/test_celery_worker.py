@@ -15,7 +15,7 @@ from extraction.models import RunStatus
 from extraction.tasks import extract_topic_task
 from extraction.triggers import scan_extractions
 from memories.models import Memory, Source, Status
-from tests.celery_support import Worker, wait_for
+from tests.celery_support import Worker, running_worker, wait_for
 from tests.celery_support import broker_app as celery_broker_app
 from tests.conftest import client_for, make_user
 from tests.extraction.helpers import (
@@ -54,13 +54,14 @@ def broker_app(queue_name):
 @pytest.fixture(scope="module")
 def worker_process(django_db_setup, tmp_path_factory, broker_app, queue_name, module_fake_openai):
     log_path = tmp_path_factory.mktemp("celery") / "worker.log"
-    worker = Worker(queue=queue_name, log_path=log_path, llm_base_url=module_fake_openai.base_url)
-    try:
-        worker.start()
-        worker.wait_ready(broker_app)
+    with running_worker(
+        broker_app,
+        print_log=False,
+        queue=queue_name,
+        log_path=log_path,
+        llm_base_url=module_fake_openai.base_url,
+    ) as worker:
         yield worker
-    finally:
-        worker.stop()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from memories.models import ConsolidationProposal, Memory, MemoryRevision, ProposalKind, Status
 from memories.tasks import consolidate_memories_task
-from tests.celery_support import Worker, wait_for
+from tests.celery_support import Worker, running_worker, wait_for
 from tests.celery_support import broker_app as celery_broker_app
 from tests.conftest import make_user
 from tests.memories.helpers import make_memory
@@ -37,19 +37,14 @@ def worker(django_db_setup, tmp_path_factory, broker_app, queue_name):
     log_path = tmp_path_factory.mktemp("celery") / "worker.log"
     # No model is called: consolidation only reads stored vectors, here the stand-in
     # provider's, whose near-duplicates are 0.94 alike: the threshold of a remote model.
-    process = Worker(
+    with running_worker(
+        broker_app,
         queue=queue_name,
         log_path=log_path,
         llm_base_url="http://127.0.0.1:9/v1",
         settings={"CONSOLIDATION_SIMILARITY": "0.9"},
-    )
-    try:
-        process.start()
-        process.wait_ready(broker_app)
+    ) as process:
         yield process
-    finally:
-        process.stop()
-        print(f"--- Celery worker log ---\n{process.log()}")
 
 
 def succeeded(worker: Worker, task_id: str) -> bool:

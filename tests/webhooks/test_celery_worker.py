@@ -10,8 +10,8 @@ import uuid
 
 import pytest
 
-from tests.celery_support import Worker, wait_for
 from tests.celery_support import broker_app as celery_broker_app
+from tests.celery_support import running_worker, wait_for
 from webhooks.models import WebhookDelivery
 from webhooks.tasks import deliver_due_webhooks_task
 
@@ -32,7 +32,8 @@ def broker_app(queue_name):
 @pytest.fixture(scope="module")
 def worker(django_db_setup, tmp_path_factory, broker_app, queue_name):
     log_path = tmp_path_factory.mktemp("celery") / "worker.log"
-    process = Worker(
+    with running_worker(
+        broker_app,
         queue=queue_name,
         log_path=log_path,
         llm_base_url="http://127.0.0.1:9/v1",
@@ -42,14 +43,8 @@ def worker(django_db_setup, tmp_path_factory, broker_app, queue_name):
             "WEBHOOK_TIMEOUT_SECONDS": "20",
             "EMBEDDER": "none",
         },
-    )
-    try:
-        process.start()
-        process.wait_ready(broker_app)
+    ) as process:
         yield process
-    finally:
-        process.stop()
-        print(f"--- Celery worker log ---\n{process.log()}")
 
 
 def test_a_worker_delivers_off_the_request_and_retries_when_the_sweep_runs(
