@@ -71,6 +71,7 @@ from config.settings_recall import (  # noqa: F401
     RECALL_ABOUT_USER_CAP,
     RECALL_ABOUT_USER_FLOOR,
     RECALL_ABOUT_USER_WEIGHT,
+    RECALL_BEAT_SCHEDULE,
     RECALL_CANDIDATES,
     RECALL_HINT_TOP_K,
     RECALL_HNSW_EF_SEARCH,
@@ -79,6 +80,8 @@ from config.settings_recall import (  # noqa: F401
     RECALL_KEYWORD_WEIGHT,
     RECALL_NEAR_BEST_BAND,
     RECALL_NEAR_BEST_FLOOR,
+    RECALL_PARTITION_INDEX_INTERVAL_SECONDS,
+    RECALL_PARTITION_INDEX_MIN_MEMORIES,
     RECALL_QUERY_READ_CHARS,
     RECALL_RECENCY_HALF_LIFE_DAYS,
     RECALL_SCOPE_BONUS,
@@ -101,7 +104,7 @@ from config.settings_webhooks import (  # noqa: F401
 )
 
 # The periodic work of every section, as Celery beat and the embedded scheduler run it.
-CELERY_BEAT_SCHEDULE = {**CELERY_BEAT_SCHEDULE, **WEBHOOK_BEAT_SCHEDULE}
+CELERY_BEAT_SCHEDULE = {**CELERY_BEAT_SCHEDULE, **RECALL_BEAT_SCHEDULE, **WEBHOOK_BEAT_SCHEDULE}
 
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:

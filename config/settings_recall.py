@@ -114,3 +114,20 @@ if RECALL_HNSW_EF_SEARCH > 1000:
     raise ConfigurationError(
         f"RECALL_HNSW_EF_SEARCH={RECALL_HNSW_EF_SEARCH}: pgvector allows at most 1000"
     )
+# PostgreSQL: a partition (one user's memories of one scope) with at least this many vectors
+# gets an HNSW graph of its own (memories/recall/vector_store/partition_indexes.py); below
+# half of it, it loses it. Smaller partitions are searched exactly or on the global graph.
+# The periodic task that builds them runs every RECALL_PARTITION_INDEX_INTERVAL_SECONDS
+# (0: never; manage.py index_partitions runs it by hand).
+RECALL_PARTITION_INDEX_MIN_MEMORIES = env.int(
+    "RECALL_PARTITION_INDEX_MIN_MEMORIES", default=10_000, minimum=2
+)
+RECALL_PARTITION_INDEX_INTERVAL_SECONDS = env.int(
+    "RECALL_PARTITION_INDEX_INTERVAL_SECONDS", default=600, minimum=0
+)
+RECALL_BEAT_SCHEDULE = {}
+if RECALL_PARTITION_INDEX_INTERVAL_SECONDS > 0:
+    RECALL_BEAT_SCHEDULE["index-large-partitions"] = {
+        "task": "memories.tasks.index_partitions_task",
+        "schedule": RECALL_PARTITION_INDEX_INTERVAL_SECONDS,
+    }

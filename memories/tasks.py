@@ -5,6 +5,7 @@ from django.db import InterfaceError, OperationalError
 
 from memories.consolidation import consolidation_scan
 from memories.erasure import ERASURE_RESUME_AFTER, erasures_finish
+from memories.recall.vector_store.partition_indexes import partition_indexes_sync
 
 
 @shared_task(
@@ -33,3 +34,18 @@ def finish_erasures_task() -> int:
     earlier (Celery beat, every ERASURE_FINISH_INTERVAL_SECONDS). Idempotent: every step of an
     erasure can be repeated, so a retried or concurrent run erases nothing twice."""
     return erasures_finish(started_before=ERASURE_RESUME_AFTER)
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=120,
+    max_retries=5,
+)
+def index_partitions_task() -> dict:
+    """Give partitions that have grown an HNSW graph of their own and drop those of partitions
+    that have shrunk (Celery beat, every RECALL_PARTITION_INDEX_INTERVAL_SECONDS; PostgreSQL
+    only). Idempotent: a build cut short leaves an invalid index, which the next run replaces;
+    two runs at once leave it to the first (an advisory lock)."""
+    return partition_indexes_sync()

@@ -72,19 +72,31 @@ class PgVectorStore:
     def nearest_sql(self, *, vector, partitions, k, status) -> tuple[str, list]:
         """One statement for the k nearest: (memory_id, distance) rows, nearest first.
 
-        The HNSW index answers for large partitions. An approximate index can come back short
-        (dead index entries before a vacuum, a filter it scans past): then, and for partitions
-        smaller than k, the rows of the partitions are scanned exactly (B-tree on partition).
-        The exact part is gated on the count of the index part, so PostgreSQL runs it only
-        when the index came back short."""
+        Each partition is searched on its own, named by equality, so that the planner can
+        take the partition's own HNSW graph where it has one (partition_indexes), the global
+        graph or an exact scan of its rows (B-tree on partition) where it has not. An
+        approximate index can come back short (dead index entries before a vacuum, a filter
+        it scans past): then, and for partitions smaller than k, the rows of the partitions
+        are scanned exactly. The exact part is gated on the count of the index part, so
+        PostgreSQL runs it only when the index came back short."""
         d = int(len(vector))
         query = Vector(list(vector)).to_text()
         distance = f"(vector::vector({d})) <=> %s::vector({d})"
+        partitions = list(dict.fromkeys(partitions))
+        per_partition = " UNION ALL ".join(
+            f"(SELECT memory_id, {distance} AS distance FROM {TABLE} "
+            f"WHERE dimensions = {d} AND partition = %s AND status = %s "
+            "ORDER BY distance LIMIT %s)"
+            for _ in partitions
+        )
+        per_partition_params = [
+            p for partition in partitions for p in (query, partition, status, k)
+        ]
         where = f"dimensions = {d} AND partition = ANY(%s) AND status = %s"
         sql = (
-            f"WITH by_index AS MATERIALIZED (SELECT memory_id, {distance} AS distance "
-            f"FROM {TABLE} WHERE {where} ORDER BY distance LIMIT %s), "
             # MATERIALIZED keeps the planner from pushing the ORDER BY into the index.
+            "WITH by_index AS MATERIALIZED (SELECT memory_id, distance FROM "
+            f"({per_partition}) AS per_partition ORDER BY distance LIMIT %s), "
             f"partition_rows AS MATERIALIZED (SELECT memory_id, vector FROM {TABLE} "
             f"WHERE {where} AND (SELECT count(*) FROM by_index) < %s) "
             "SELECT memory_id, distance FROM ("
@@ -92,8 +104,7 @@ class PgVectorStore:
             f"UNION ALL (SELECT memory_id, {distance} AS distance FROM partition_rows "
             "ORDER BY distance LIMIT %s)) AS nearest ORDER BY distance"
         )
-        partitions = list(partitions)
-        params = [query, partitions, status, k, partitions, status, k, k, query, k]
+        params = [*per_partition_params, k, partitions, status, k, k, query, k]
         return sql, params
 
     def count(self) -> int:

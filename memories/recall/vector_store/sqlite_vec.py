@@ -157,7 +157,9 @@ class SqliteVecStore:
                 "AND status = %s ORDER BY distance",
                 [sqlite_vec.serialize_float32(list(vector)), int(k), *partitions, status],
             )
-            return [Neighbour(UUID(hex=row[0]), float(row[1])) for row in cursor.fetchall()]
+            # vec0 keeps k per partition key: the k nearest of them all.
+            rows = cursor.fetchall()[:k]
+            return [Neighbour(UUID(hex=row[0]), float(row[1])) for row in rows]
 
     def nearest_sql(self, *, vector, partitions, k, status):
         raise NotImplementedError("sqlite-vec searches are not composed into other statements")
