@@ -92,11 +92,12 @@ def finish_main(argv: list[str]) -> None:
     _, raw_key = api_key_create(name=KEY_NAME + " (finished)", scopes=["read", "write"])
     rows = Memory.objects.count()
     started = time.perf_counter()
-    bulk.index_build(rows=rows, dimensions=len(next(iter(corpus.word_vectors.values()))))
+    graphs = bulk.index_build()
     load = {
         "rows": rows,
         "rows_seconds": None,
         "index_seconds": round(time.perf_counter() - started, 1),
+        "partition_graphs": graphs,
     }
     Path(args.out).write_text(
         json.dumps(

@@ -9,9 +9,12 @@ from django.db import migrations
 def create(apps, schema_editor):
     connection = schema_editor.connection
     if connection.vendor == "postgresql":
-        from memories.recall.vector_store.pgvector import create_index_sql
-
-        schema_editor.execute(create_index_sql(settings.EMBEDDING_DIMENSIONS))
+        # The graph of every vector, as it was until 0018 dropped it.
+        d = int(settings.EMBEDDING_DIMENSIONS)
+        schema_editor.execute(
+            f"CREATE INDEX IF NOT EXISTS memory_embedding_hnsw_{d} ON memories_memoryembedding "
+            f"USING hnsw ((vector::vector({d})) vector_cosine_ops) WHERE dimensions = {d}"
+        )
     elif connection.vendor == "sqlite":
         from memories.recall.vector_store.sqlite_vec import create_table_sql
 

@@ -215,3 +215,17 @@ def test_the_periodic_task_is_scheduled(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["index-large-partitions"]
     assert entry["task"] == "memories.tasks.index_partitions_task"
     assert entry["schedule"] == settings.RECALL_PARTITION_INDEX_INTERVAL_SECONDS
+
+
+def test_postgresql_keeps_no_graph_of_every_users_vectors(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL: sqlite-vec keeps no graph")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexdef LIKE %s",
+            [MemoryEmbedding._meta.db_table, "%USING hnsw%"],
+        )
+        graphs = [row[0] for row in cursor.fetchall()]
+    # Only partitions' own graphs (none in an empty database): a search of a light user
+    # never walks a graph filtered to them.
+    assert all("_p" in name.removeprefix("memory_embedding_hnsw_") for name in graphs), graphs

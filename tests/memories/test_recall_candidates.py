@@ -12,6 +12,10 @@ from memories.recall import candidates, keyword
 from memories.recall.access import memory_record_access
 from memories.recall.scopes import recall_scopes, scopes_sql
 from memories.recall.vector_store import get_vector_store, partition_of
+from memories.recall.vector_store.partition_indexes import (
+    partition_index_name,
+    partition_indexes_sync,
+)
 from tests.conftest import make_user
 from tests.memories.helpers import bulk_memories, make_memory
 
@@ -112,17 +116,18 @@ def test_a_word_most_memories_hold_does_not_make_the_keyword_half_rank_them_all(
     assert unbounded[:2] == bounded
 
 
-def test_nearest_is_exact_when_the_index_comes_back_short(postgresql, owner, other):
+def test_nearest_is_exact_when_the_index_comes_back_short(postgresql, owner):
     store = get_vector_store()
-    mine = bulk_memories(owner, 5)
-    theirs = bulk_memories(other, 40)
-    for i, memory in enumerate(theirs):
+    archived = bulk_memories(owner, 40, status=Status.ARCHIVED)
+    active = bulk_memories(owner, 5, status=Status.ACTIVE)
+    for i, memory in enumerate(archived):
         store.save(memory=memory, vector=_direction(0.01 * i), model="test")
-    for i, memory in enumerate(mine):
+    for i, memory in enumerate(active):
         store.save(memory=memory, vector=_direction(1.0 + 0.1 * i), model="test")
-    partitions = [partition_of(mine[0])]
+    partition = partition_of(active[0])
+    partition_indexes_sync(min_memories=10)  # the partition's own graph
     with connection.cursor() as cursor:
-        # An index walk that looks at the 10 nearest vectors overall (all theirs) and stops.
+        # A walk of the graph that looks at the 10 nearest vectors (all archived) and stops.
         cursor.execute("SET hnsw.ef_search = 10")
         cursor.execute("SET hnsw.iterative_scan = off")
         cursor.execute("SET enable_seqscan = off")
@@ -130,18 +135,18 @@ def test_nearest_is_exact_when_the_index_comes_back_short(postgresql, owner, oth
         cursor.execute("SET enable_sort = off")
         try:
             sql, params = store.nearest_sql(
-                vector=_direction(0.0), partitions=partitions, k=3, status=Status.ACTIVE
+                vector=_direction(0.0), partitions=[partition], k=3, status=Status.ACTIVE
             )
             cursor.execute("EXPLAIN " + sql, params)
             plan = "\n".join(row[0] for row in cursor.fetchall())
             nearest = store.nearest(
-                vector=_direction(0.0), partitions=partitions, k=3, status=Status.ACTIVE
+                vector=_direction(0.0), partitions=[partition], k=3, status=Status.ACTIVE
             )
         finally:
             cursor.execute("RESET ALL")
 
-    assert "memory_embedding_hnsw_384" in plan
-    assert [n.memory_id for n in nearest] == [m.id for m in mine[:3]]
+    assert partition_index_name(partition, 384) in plan, plan
+    assert [n.memory_id for n in nearest] == [m.id for m in active[:3]]
 
 
 def _direction(angle: float) -> list[float]:

@@ -9,6 +9,7 @@ from memories.embedders import get_embedder
 from memories.models import Memory, MemoryEmbedding
 from memories.recall.index import index_memory
 from memories.recall.vector_store import get_vector_store
+from memories.recall.vector_store.partition_indexes import partition_indexes_sync
 
 
 class Command(BaseCommand):
@@ -62,6 +63,13 @@ class Command(BaseCommand):
                         index_memory(memory, vector=vector)
                 last_id = batch[-1].id
                 progress.update(len(batch))
+        # The new vectors' graphs now, not at the periodic task's next run (PostgreSQL).
+        graphs = partition_indexes_sync()
+        if graphs["created"] or graphs["dropped"]:
+            self.stdout.write(
+                f"{len(graphs['created'])} partition graphs built, "
+                f"{len(graphs['dropped'])} dropped."
+            )
         self.stdout.write(self.style.SUCCESS(f"Re-embedded {total} memories."))
 
     def _prepare_store(self, dimensions: int) -> None:

@@ -1,5 +1,7 @@
-"""pgvector implementation: the vector column of MemoryEmbedding with an HNSW index per
-dimension (an expression index, so the column itself can hold any model's vectors)."""
+"""pgvector implementation: the vector column of MemoryEmbedding (any model's vectors), searched
+per partition: by an exact scan of its rows (B-tree on partition), or where the partition is
+large, by its own HNSW graph (partition_indexes: partial expression indexes per partition
+and dimensions)."""
 
 from collections.abc import Iterable, Sequence
 from uuid import UUID
@@ -11,14 +13,6 @@ from memories.models import Memory, MemoryEmbedding
 from memories.recall.vector_store.base import Neighbour, partition_of
 
 TABLE = MemoryEmbedding._meta.db_table
-
-
-def create_index_sql(dimensions: int) -> str:
-    d = int(dimensions)
-    return (
-        f"CREATE INDEX IF NOT EXISTS memory_embedding_hnsw_{d} ON {TABLE} "
-        f"USING hnsw ((vector::vector({d})) vector_cosine_ops) WHERE dimensions = {d}"
-    )
 
 
 class PgVectorStore:
@@ -73,12 +67,12 @@ class PgVectorStore:
         """One statement for the k nearest: (memory_id, distance) rows, nearest first.
 
         Each partition is searched on its own, named by equality, so that the planner can
-        take the partition's own HNSW graph where it has one (partition_indexes), the global
-        graph or an exact scan of its rows (B-tree on partition) where it has not. An
-        approximate index can come back short (dead index entries before a vacuum, a filter
-        it scans past): then, and for partitions smaller than k, the rows of the partitions
-        are scanned exactly. The exact part is gated on the count of the index part, so
-        PostgreSQL runs it only when the index came back short."""
+        take the partition's own HNSW graph where it has one (partition_indexes), an exact
+        scan of its rows (B-tree on partition) where it has not. A graph can come back short
+        (dead index entries before a vacuum, rows of another status it scans past): then,
+        and for partitions smaller than k, the rows of the partitions are scanned exactly.
+        The exact part is gated on the count of the first part, so PostgreSQL runs it only
+        when that came back short."""
         d = int(len(vector))
         query = Vector(list(vector)).to_text()
         distance = f"(vector::vector({d})) <=> %s::vector({d})"
@@ -143,12 +137,4 @@ class PgVectorStore:
         }
 
     def prepare(self, *, dimensions: int) -> None:
-        with connection.cursor() as cursor:
-            # Looked up first: even CREATE INDEX IF NOT EXISTS fails in a transaction that
-            # has deferred constraint checks pending.
-            cursor.execute(
-                "SELECT 1 FROM pg_indexes WHERE indexname = %s",
-                [f"memory_embedding_hnsw_{int(dimensions)}"],
-            )
-            if cursor.fetchone() is None:
-                cursor.execute(create_index_sql(dimensions))
+        pass  # the column takes any size; graphs follow the vectors (partition_indexes)
