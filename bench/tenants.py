@@ -34,14 +34,12 @@ import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
-from urllib.parse import urlencode
 
 from bench.common import RESULTS, ROOT, embedder_description, git_commit, machine
 from bench.served_client import concurrent_searches
 from bench.served_server import Server, Timer
 from bench.tenants_plan import BANDS, PlannedUser, searchers, user_sizes
 
-TOP_K = 10
 WARM_UP = 10
 EXACT_PER_BAND = 40
 SWEEP_QUERIES = 40
@@ -243,29 +241,31 @@ def _setup(url: str, plan: dict, tmp: Path) -> dict:
     return json.loads(out.read_text())
 
 
-def _search(connection, key: dict, external_id: str, query: str) -> None:
-    path = "/api/memories/search?" + urlencode({"q": query, "top_k": TOP_K})
-    connection.request("GET", path, headers={**key, "X-User-Id": external_id})
-    response = connection.getresponse()
-    body = response.read()
-    if response.status != 200:
-        raise RuntimeError(f"search answered {response.status}: {body[:300]!r}")
-
-
 def _timed_searches(port: int, key: dict, users, queries: list[str]) -> dict:
+    """One band's searches, one at a time: latency, and where the time went (each answer's
+    Server-Timing stages, bench.served_client.breakdown)."""
     from bench.metrics import latency_summary
+    from bench.served_client import breakdown, exchange, search_path
 
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     for i in range(WARM_UP):
-        _search(connection, key, users[i % len(users)].external_id, queries[i % len(queries)])
-    seconds = []
+        user = users[i % len(users)].external_id
+        exchange(
+            connection, "GET", search_path(queries[i % len(queries)]), {**key, "X-User-Id": user}
+        )
+    seconds, stages = [], []
     for i, user in enumerate(users):
+        headers = {**key, "X-User-Id": user.external_id}
         started = time.perf_counter()
-        _search(connection, key, user.external_id, queries[(i * 7) % len(queries)])
+        _, timings = exchange(
+            connection, "GET", search_path(queries[(i * 7) % len(queries)]), headers
+        )
         seconds.append(time.perf_counter() - started)
+        stages.append(timings)
     connection.close()
     summary = latency_summary(seconds)
     summary["memories_of_searchers_mean"] = round(sum(u.memories for u in users) / len(users))
+    summary["breakdown"] = breakdown(seconds, stages)
     return summary
 
 

@@ -2,6 +2,7 @@
 and what bench/report.py puts in docs/benchmarks.md."""
 
 from bench.report_cells import meta_lines, pct
+from bench.served_tables import OUTSIDE_STAGES, SEARCH_STAGES
 
 # Issue 26's targets: PostgreSQL p95 per band at a million memories of 10,000 users; the share
 # of the exact nearest found (light users exactly theirs, heavy users at least 0.98).
@@ -54,6 +55,8 @@ def markdown(results: dict) -> str:
             f"{run['bytes_per_million_memories'] / 1e9:.2f} GB | "
             f"{run['loadavg_before'][0]:.2f}, {run['loadavg_after'][0]:.2f} |"
         )
+    for database, run in results["tenants"].items():
+        lines += _band_breakdown(database, run)
     sweeps = [(db, run["heavy_ef_search_sweep"]) for db, run in results["tenants"].items()]
     for database, sweep in sweeps:
         if not sweep:
@@ -72,6 +75,30 @@ def markdown(results: dict) -> str:
                 f"{row['knn_p50_ms']:.1f} / {row['knn_p95_ms']:.1f} |"
             )
     return "\n".join(lines)
+
+
+def _band_breakdown(database: str, run: dict) -> list[str]:
+    """Where the time of one search goes per band (each answer's Server-Timing stages)."""
+    bands = [band for band, search in run["search"].items() if search.get("breakdown")]
+    if not bands:
+        return []
+    lines = [
+        "",
+        f"{database}: where a search's time goes per band (Server-Timing; mean / p95 ms)",
+        "",
+        "| stage | " + " | ".join(bands) + " |",
+        "|---|" + "---|" * len(bands),
+    ]
+    rows = {band: {r["stage"]: r for r in run["search"][band]["breakdown"]} for band in bands}
+    for stage, what in (*SEARCH_STAGES, *((name, name) for name in OUTSIDE_STAGES)):
+        cells = []
+        for band in bands:
+            row = rows[band].get(stage)
+            cells.append(f"{row['mean_ms']:.1f} / {row['p95_ms']:.1f}" if row else "–")
+        lines.append(f"| {what} | " + " | ".join(cells) + " |")
+    means = [f"{run['search'][band]['mean_ms']:.1f}" for band in bands]
+    lines.append("| HTTP search, mean | " + " | ".join(means) + " |")
+    return lines
 
 
 def tenants_section(name: str, data: dict) -> list[str]:
