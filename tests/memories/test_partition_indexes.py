@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test import override_settings
 
 from memories.models import MemoryEmbedding, Status
 from memories.recall.vector_store import get_vector_store, partition_of
@@ -209,6 +210,26 @@ def test_the_command_builds_graphs_concurrently_and_drops_them_when_a_user_shrin
     MemoryEmbedding.objects.filter(memory_id__in=ids[600:800]).delete()
     call_command("index_partitions", min_memories=MIN_MEMORIES, verbosity=0)
     assert _partition_indexes() == set()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_erasing_a_heavy_user_drops_the_graph_holding_their_vectors():
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL: sqlite-vec keeps no graph")
+    from memories.erasure import user_erase
+
+    rng = np.random.default_rng(5)
+    user = make_user("heavy")
+    partition, _ = _store_memories(user, _clustered(rng, 1200))
+    _store_memories(make_user("stays"), _clustered(rng, 1100))
+    partition_indexes_sync(min_memories=MIN_MEMORIES)
+    assert partition_index_name(partition, DIMENSIONS) in _partition_indexes()
+
+    with override_settings(RECALL_PARTITION_INDEX_MIN_MEMORIES=MIN_MEMORIES):
+        user_erase(user=user)  # tasks run inline here: the sync after the erasure commits
+
+    assert len(_partition_indexes()) == 1
+    assert partition_index_name(partition, DIMENSIONS) not in _partition_indexes()
 
 
 def test_the_periodic_task_is_scheduled(settings):

@@ -6,7 +6,7 @@ and dimensions)."""
 from collections.abc import Iterable, Sequence
 from uuid import UUID
 
-from django.db import connection
+from django.db import connection, transaction
 from pgvector import Vector
 
 from memories.models import Memory, MemoryEmbedding
@@ -50,7 +50,13 @@ class PgVectorStore:
         MemoryEmbedding.objects.filter(memory_id__in=list(memory_ids)).delete()
 
     def forget(self, *, memory_ids: Iterable[UUID], last: bool = True) -> None:
-        pass  # the vector rows were all there was
+        # The vector rows were all there was, but for the graph of an erased user's partition:
+        # its index entries hold their vectors until it is dropped (CONCURRENTLY, outside
+        # this transaction: the periodic task's work, asked for now).
+        if last:
+            from memories.tasks import index_partitions_task
+
+            transaction.on_commit(index_partitions_task.delay)
 
     def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
         MemoryEmbedding.objects.filter(memory_id__in=list(memory_ids)).update(status=status)
