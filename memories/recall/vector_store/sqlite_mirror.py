@@ -3,8 +3,9 @@ with the sqlite-vec table through a change log, and searched exactly with one ma
 
 Why: sqlite-vec scans a partition's vectors one by one (~75 ms for 100,000 of 384 floats on
 this project's machine, int8 columns slower still, bit columns ~22 ms but losing a tenth of
-the exact top 50); numpy multiplies the same 100,000 vectors in ~10 ms. The answer is the
-same exact search, not an approximation.
+the exact top 50); numpy multiplies the same 100,000 vectors in ~10-20 ms. Below
+QUANTIZED_MIN_ROWS the answer is the same exact search, not an approximation; from there
+the candidates are picked by an 8-bit product first (sqlite_quantized) and scored exactly.
 
 How it stays right:
 - Every vector write (save, save_many, delete, set_status, prepare) appends a row to the change
@@ -35,6 +36,7 @@ from django.db import connection
 
 from memories.models import MemoryEmbedding, Status
 from memories.recall.vector_store.sqlite_lookups import point_lookups
+from memories.recall.vector_store.sqlite_quantized import QuantizedRows
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +48,10 @@ RELOAD_AFTER_CHANGES = 2000
 # A point lookup of one vec0 row costs about this many rows of a partition scan.
 POINT_READ_COST = 10
 TOO_LARGE_RECHECK_SECONDS = 600
+# A partition of this many vectors or more picks its candidates by an 8-bit product first
+# (sqlite_quantized: ~5 times faster at 100,000), then scores this many of them exactly.
+QUANTIZED_MIN_ROWS = 20_000
+QUANTIZED_CANDIDATES = 1000
 
 
 def create_changes_sql() -> list[str]:
@@ -95,13 +101,15 @@ class PartitionMirror:
         self.ids: list[str] = []
         self.rows: dict[str, int] = {}
         self.applied: tuple[int, str | None] = (0, None)
+        self.quantized: QuantizedRows | None = None
         self.lock = threading.Lock()
 
     @property
     def nbytes(self) -> int:
-        return self.matrix.nbytes
+        return self.matrix.nbytes + (self.quantized.nbytes if self.quantized else 0)
 
     def replace_all(self, ids: list[str], vectors: np.ndarray) -> None:
+        self.quantized = None
         self.matrix = _unit_rows(vectors)
         self.size = len(ids)
         self.ids = list(ids)
@@ -119,6 +127,8 @@ class PartitionMirror:
             self.ids.append(memory_id)
             self.rows[memory_id] = row
         self.matrix[row] = _unit_rows(vector[np.newaxis, :])[0]
+        if self.quantized is not None:
+            self.quantized.put(row, self.matrix[row], capacity=len(self.matrix))
 
     def remove(self, memory_id: str) -> None:
         row = self.rows.pop(memory_id, None)
@@ -130,6 +140,10 @@ class PartitionMirror:
             self.matrix[row] = self.matrix[last]
             self.ids[row] = moved
             self.rows[moved] = row
+            if self.quantized is not None:
+                self.quantized.move(last, row)
+        elif self.quantized is not None:
+            self.quantized.clear(last)
         self.ids.pop()
         self.size = last
 
@@ -137,6 +151,8 @@ class PartitionMirror:
         """(memory id, cosine distance) of the k nearest rows, nearest first."""
         if self.size == 0 or k <= 0:
             return []
+        if self.size >= QUANTIZED_MIN_ROWS and k < self.size:
+            return self._nearest_quantized(query, k)
         similarities = self.matrix[: self.size] @ query
         if k < self.size:
             top = np.argpartition(-similarities, k - 1)[:k]
@@ -144,6 +160,15 @@ class PartitionMirror:
             top = np.arange(self.size)
         top = top[np.argsort(-similarities[top], kind="stable")]
         return [(self.ids[i], 1.0 - float(similarities[i])) for i in top]
+
+    def _nearest_quantized(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        if self.quantized is None or self.quantized.stale(self.size):
+            self.quantized = QuantizedRows(self.matrix, self.size)
+        count = max(QUANTIZED_CANDIDATES, 20 * k)
+        picked = self.quantized.candidates(query, self.size, count)
+        similarities = self.matrix[picked] @ query
+        order = np.argsort(-similarities, kind="stable")[:k]
+        return [(self.ids[picked[i]], 1.0 - float(similarities[i])) for i in order]
 
     def distances(self, query: np.ndarray, memory_ids: Iterable[str]) -> list[tuple[str, float]]:
         rows = [
