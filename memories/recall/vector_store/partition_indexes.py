@@ -29,6 +29,13 @@ logger = logging.getLogger(__name__)
 
 TABLE = MemoryEmbedding._meta.db_table
 NAME_PREFIX = "memory_embedding_hnsw_"
+# The graph's build: pgvector's defaults (m 16, ef_construction 64) found 0.58 of a heavy
+# user's exact nearest 50 at ef_search 40 (e5's vectors all lie in a narrow cone, which
+# crowds a graph); m 32 / ef_construction 200 found 0.81 at the same search time, for a
+# build some 3 times as long (38 s for 20,000 vectors on one core). docs/benchmarks.md,
+# "Many users".
+GRAPH_M = 32
+GRAPH_EF_CONSTRUCTION = 200
 # Any number fits: one sync at a time per database (two would race on the index names).
 ADVISORY_LOCK = 0x6D656D7069  # "mempi"
 
@@ -78,12 +85,15 @@ def create_partition_index_sql(partition: str, dimensions: int, *, concurrently:
     d = int(dimensions)
     statement = psql.SQL(
         "CREATE INDEX {how} IF NOT EXISTS {name} ON {table} USING hnsw "
-        "((vector::vector({d})) vector_cosine_ops) WHERE dimensions = {d} AND partition = {p}"
+        "((vector::vector({d})) vector_cosine_ops) WITH (m = {m}, ef_construction = {efc}) "
+        "WHERE dimensions = {d} AND partition = {p}"
     ).format(
         how=psql.SQL("CONCURRENTLY" if concurrently else ""),
         name=psql.Identifier(partition_index_name(partition, d)),
         table=psql.Identifier(TABLE),
         d=psql.Literal(d),
+        m=psql.Literal(GRAPH_M),
+        efc=psql.Literal(GRAPH_EF_CONSTRUCTION),
         p=psql.Literal(partition),
     )
     connection.ensure_connection()
@@ -137,9 +147,9 @@ def _sync(cursor, *, min_memories: int, concurrently: bool) -> dict:
     created = []
     for partition, dimensions in plan.create:
         count = counts[(partition, dimensions)]
-        # The graph is built fast while it fits in maintenance_work_mem (some 3 KB a vector
-        # of 384 floats with its neighbour lists), far slower once it spills.
-        memory_mb = max(64, count * dimensions * 4 * 3 // 2**20)
+        # The graph is built fast while it fits in maintenance_work_mem (the vector and its
+        # neighbour lists, with room to spare), far slower once it spills.
+        memory_mb = max(64, count * (dimensions * 4 + GRAPH_M * 16) * 2 // 2**20)
         cursor.execute(f"SET maintenance_work_mem = '{memory_mb}MB'")
         started = time.perf_counter()
         try:
