@@ -6,7 +6,8 @@ class MemoriesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from memories import monitoring
+        # Registers the Celery tasks, which the stores and the beat schedule send by name.
+        from memories import monitoring, tasks  # noqa: F401
         from ops import health, metrics
 
         health.register_check("embedder", monitoring.check_embedder)

@@ -94,13 +94,14 @@ def service_backends() -> list[int]:
     """PostgreSQL backends of the service's request threads: connected to the test database,
     other than this test's own, whose last statement read the memories (the requests here
     count them). The embedded worker's thread has a connection of its own for the periodic
-    tasks (webhook deliveries every few seconds), which these tests are not about."""
+    tasks (webhook deliveries every few seconds, the partition graphs' sync reading the vector
+    table, memories_memoryembedding), which these tests are not about."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
             "AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
             "AND query LIKE %s",
-            ["%memories_memory%"],
+            ['%"memories_memory"%'],
         )
         return [row[0] for row in cursor.fetchall()]
 

@@ -6,11 +6,15 @@ and dimensions)."""
 from collections.abc import Iterable, Sequence
 from uuid import UUID
 
+from celery import current_app
 from django.db import connection, transaction
 from pgvector import Vector
 
 from memories.models import Memory, MemoryEmbedding
 from memories.recall.vector_store.base import Neighbour, partition_of
+
+# By name: the tasks module imports the erasure that calls into this store.
+INDEX_PARTITIONS_TASK = "memories.tasks.index_partitions_task"
 
 TABLE = MemoryEmbedding._meta.db_table
 
@@ -52,11 +56,11 @@ class PgVectorStore:
     def forget(self, *, memory_ids: Iterable[UUID], last: bool = True) -> None:
         # The vector rows were all there was, but for the graph of an erased user's partition:
         # its index entries hold their vectors until it is dropped (CONCURRENTLY, outside
-        # this transaction: the periodic task's work, asked for now).
+        # this transaction: the periodic task's work, asked for now; should the broker be
+        # down, the periodic run drops it).
         if last:
-            from memories.tasks import index_partitions_task
-
-            transaction.on_commit(index_partitions_task.delay)
+            task = current_app.tasks[INDEX_PARTITIONS_TASK]
+            transaction.on_commit(task.apply_async, robust=True)
 
     def set_status(self, *, memory_ids: Iterable[UUID], status: str) -> None:
         MemoryEmbedding.objects.filter(memory_id__in=list(memory_ids)).update(status=status)
