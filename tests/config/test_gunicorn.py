@@ -80,6 +80,16 @@ def server(transactional_db, tmp_path):
 
 
 @pytest.fixture
+def server_with_broker(transactional_db, tmp_path):
+    """Served as beside Celery workers: with a broker configured the process starts no
+    embedded worker, so every connection it holds to the database is a request thread's.
+    Nothing here sends a task, so the broker is never reached."""
+    server = Gunicorn(tmp_path / "gunicorn.log", CELERY_BROKER_URL="redis://127.0.0.1:6379/15")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
 def token(transactional_db) -> str:
     return Token.objects.create(user=make_user("owner")).key
 
@@ -91,11 +101,11 @@ def get(connection: http.client.HTTPConnection, path: str, token: str):
 
 
 def service_backends() -> list[int]:
-    """PostgreSQL backends of the service's request threads: connected to the test database,
+    """PostgreSQL backends of the server's request threads: connected to the test database,
     other than this test's own, whose last statement read the memories (the requests here
-    count them). The embedded worker's thread has a connection of its own for the periodic
-    tasks (webhook deliveries every few seconds, the partition graphs' sync reading the vector
-    table, memories_memoryembedding), which these tests are not about."""
+    count them). Only for a server with a broker (server_with_broker): the embedded worker's
+    thread holds a connection of its own for the periodic tasks, which read the same tables
+    at moments of their own."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
@@ -125,10 +135,10 @@ def test_answers_keep_the_client_connection_open(server, token):
         assert response.getheader("Connection", "").lower() == "keep-alive"
 
 
-def test_requests_reuse_one_database_connection(server, token):
+def test_requests_reuse_one_database_connection(server_with_broker, token):
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL: connections are visible in pg_stat_activity")
-    client = server.connect()
+    client = server_with_broker.connect()
 
     get(client, "/api/memories/count", token)
     first = service_backends()
@@ -139,10 +149,10 @@ def test_requests_reuse_one_database_connection(server, token):
     assert service_backends() == first
 
 
-def test_a_request_succeeds_after_the_database_dropped_the_connection(server, token):
+def test_a_request_succeeds_after_the_database_dropped_the_connection(server_with_broker, token):
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL: a server can end a client's connection")
-    client = server.connect()
+    client = server_with_broker.connect()
     get(client, "/api/memories/count", token)
     (dropped,) = service_backends()
     with connection.cursor() as cursor:
