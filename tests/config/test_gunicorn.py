@@ -22,13 +22,16 @@ from tests.conftest import make_user
 REPO = Path(__file__).resolve().parents[2]
 
 
-def database_url() -> str:
+def database_url(application_name: str) -> str:
     """The test database as a DATABASE_URL for the server process: the URL the suite runs
-    on (host, port, socket directory and options as given), naming the test database."""
+    on (host, port, socket directory and options as given), naming the test database; on
+    PostgreSQL its connections carry application_name, which tells them from those of servers
+    that earlier tests stopped (a backend outlives its client by a moment)."""
     if connection.vendor == "sqlite":
         return f"sqlite:///{connection.settings_dict['NAME']}"
     url = urlsplit(os.environ["DATABASE_URL"])
-    return urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"]))
+    query = "&".join(filter(None, [url.query, f"application_name={application_name}"]))
+    return urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"], query=query))
 
 
 class Gunicorn:
@@ -36,6 +39,7 @@ class Gunicorn:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
+        self.application_name = f"test-gunicorn-{self.port}"
         environment = {
             key: value
             for key, value in os.environ.items()
@@ -44,7 +48,7 @@ class Gunicorn:
         environment.update(
             DEBUG="false",
             SECRET_KEY=secrets.token_urlsafe(50),
-            DATABASE_URL=database_url(),
+            DATABASE_URL=database_url(self.application_name),
             **variables,
         )
         self.log = log
@@ -100,18 +104,17 @@ def get(connection: http.client.HTTPConnection, path: str, token: str):
     return response, response.read()
 
 
-def service_backends() -> list[int]:
-    """PostgreSQL backends of the server's request threads: connected to the test database,
-    other than this test's own, whose last statement read the memories (the requests here
-    count them). Only for a server with a broker (server_with_broker): the embedded worker's
-    thread holds a connection of its own for the periodic tasks, which read the same tables
-    at moments of their own."""
+def service_backends(server: Gunicorn) -> list[int]:
+    """PostgreSQL backends of this server's request threads: its connections (by
+    application_name) whose last statement read the memories (the requests here count them).
+    Only for a server with a broker (server_with_broker): the embedded worker's thread holds a
+    connection of its own for the periodic tasks, which read the same tables at moments of
+    their own."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid() AND backend_type = 'client backend' "
-            "AND query LIKE %s",
-            ['%"memories_memory"%'],
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s "
+            "AND backend_type = 'client backend' AND query LIKE %s",
+            [server.application_name, '%"memories_memory"%'],
         )
         return [row[0] for row in cursor.fetchall()]
 
@@ -141,12 +144,12 @@ def test_requests_reuse_one_database_connection(server_with_broker, token):
     client = server_with_broker.connect()
 
     get(client, "/api/memories/count", token)
-    first = service_backends()
+    first = service_backends(server_with_broker)
     for _ in range(3):
         get(client, "/api/memories/count", token)
 
     assert len(first) == 1
-    assert service_backends() == first
+    assert service_backends(server_with_broker) == first
 
 
 def test_a_request_succeeds_after_the_database_dropped_the_connection(server_with_broker, token):
@@ -154,14 +157,14 @@ def test_a_request_succeeds_after_the_database_dropped_the_connection(server_wit
         pytest.skip("PostgreSQL: a server can end a client's connection")
     client = server_with_broker.connect()
     get(client, "/api/memories/count", token)
-    (dropped,) = service_backends()
+    (dropped,) = service_backends(server_with_broker)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_terminate_backend(%s)", [dropped])
 
     response, body = get(client, "/api/memories/count", token)
 
     assert response.status == 200, body
-    assert dropped not in service_backends()
+    assert dropped not in service_backends(server_with_broker)
 
 
 def post_raw(sock: socket.socket, path: str, body: bytes, headers: dict[str, str]) -> None:
