@@ -17,7 +17,15 @@ import time
 from pathlib import Path
 
 from bench import report, vague
-from bench.common import DATABASES, RESULTS, ROOT, embedder_description, git_commit, machine
+from bench.common import (
+    DATABASES,
+    RESULTS,
+    ROOT,
+    embedder_description,
+    git_commit,
+    machine,
+    synthetic_noise_calibration,
+)
 from bench.report import write_docs
 
 
@@ -73,6 +81,12 @@ def main(argv: list[str] | None = None) -> None:
         from bench import embedders
 
         embedders.main(argv[1:])
+        return
+    if argv[:1] == ["calibrate"]:
+        # The synthetic memories' noise for the configured embedder (bench/synthetic_noise.py).
+        from bench import synthetic_noise as calibration
+
+        calibration.main(argv[1:])
         return
     if argv[:1] == ["served"] and "--tenants" in argv:
         # Many end users of one product (bench/tenants.py).
@@ -149,6 +163,7 @@ def main(argv: list[str] | None = None) -> None:
             "git": git_commit(),
             "quick": args.quick,
             "embedder": embedder_description(),
+            "synthetic_noise": synthetic_noise_calibration(),
         }
     }
     pg = None

@@ -47,9 +47,22 @@ def git_commit() -> str:
         return "unknown"
 
 
-def embedder_description() -> str:
-    """The local model the workers will run, as the environment configures it."""
+def embedder_model_name() -> str:
+    """The local model the workers will run, as the environment configures it, named as the
+    embedder names itself (its model_name)."""
     runtime = os.environ.get("EMBEDDER_RUNTIME", "onnx-int8")
     model = os.environ.get("EMBEDDING_LOCAL_MODEL", "multilingual-e5-small")
-    name = model + ("-int8" if runtime == "onnx-int8" else "")
-    return f"{name} (EMBEDDING_LOCAL_MODEL={model}, EMBEDDER_RUNTIME={runtime})"
+    return model + ("-int8" if runtime == "onnx-int8" else "")
+
+
+def embedder_description() -> str:
+    runtime = os.environ.get("EMBEDDER_RUNTIME", "onnx-int8")
+    model = os.environ.get("EMBEDDING_LOCAL_MODEL", "multilingual-e5-small")
+    return f"{embedder_model_name()} (EMBEDDING_LOCAL_MODEL={model}, EMBEDDER_RUNTIME={runtime})"
+
+
+def synthetic_noise_calibration() -> dict | None:
+    """The synthetic memories' calibration for that model (bench/synthetic_noise.py)."""
+    from bench.synthetic_noise import read_noises
+
+    return read_noises().get(embedder_model_name())

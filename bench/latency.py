@@ -29,6 +29,7 @@ import numpy as np
 
 from bench.metrics import latency_summary
 from bench.synthetic import Corpus, vocabulary
+from bench.synthetic_noise import noise_for
 
 WARM_UP = 10
 TOP_K = 10
@@ -296,7 +297,7 @@ def run(
         zip(words, np.asarray(embedder.embed(words), dtype=np.float32), strict=True)
     )
     vocabulary_seconds = time.perf_counter() - started
-    corpus = Corpus(word_vectors)
+    corpus = Corpus(word_vectors, noise=noise_for(embedder.model_name))
     query_texts = corpus.queries(queries)
     query_vectors = [list(map(float, v)) for v in embedder.embed_queries(query_texts)]
     pairs = list(zip(query_texts, query_vectors, strict=True))

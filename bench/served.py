@@ -32,7 +32,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import RESULTS, ROOT, embedder_description, git_commit, machine
+from bench.common import (
+    RESULTS,
+    ROOT,
+    embedder_description,
+    git_commit,
+    machine,
+    synthetic_noise_calibration,
+)
 from bench.report import write_docs
 from bench.served_client import (
     concurrent_batches,
@@ -108,6 +115,7 @@ def main(argv: list[str]) -> None:
             "git": git_commit(),
             "quick": quick,
             "embedder": embedder_description(),
+            "synthetic_noise": synthetic_noise_calibration(),
             "plan": plan,
         },
         "served": {},

@@ -1,9 +1,10 @@
 """Synthetic memories for the latency runs: LOCOMO-like turns (`[date] speaker: sentence`)
 built from a fixed vocabulary with Zipf-distributed word choice, and vectors that need no
-model call per memory: each memory's vector is the normalised mean of the MiniLM vectors of its
-content words plus noise. So the vectors have the cluster structure of real text (memories
-sharing words are close) and a real query embedding lands among them, at the cost of
-embedding only the vocabulary (a few hundred words) instead of 100,000 texts."""
+model call per memory: each memory's vector is the normalised mean of the embedder's vectors
+of its content words plus noise. So the vectors have the cluster structure of real text
+(memories sharing words are close) and a real query embedding lands among them, at the cost
+of embedding only the vocabulary (a few hundred words) instead of 100,000 texts. How much
+noise is calibrated per embedder against real turns (bench/synthetic_noise.py)."""
 
 import numpy as np
 
@@ -113,9 +114,10 @@ def vocabulary() -> list[str]:
 class Corpus:
     """Deterministic synthetic memories and queries, with their vectors."""
 
-    def __init__(self, word_vectors: dict[str, np.ndarray], *, seed: int = 7) -> None:
+    def __init__(self, word_vectors: dict[str, np.ndarray], *, noise: float, seed: int = 7) -> None:
         self.rng = np.random.default_rng(seed)
         self.word_vectors = word_vectors
+        self.noise = noise
 
     def _fill(self, template: str, speaker: str) -> tuple[str, list[str]]:
         rng = self.rng
@@ -156,7 +158,7 @@ class Corpus:
             template = MEMORY_TEMPLATES[rng.integers(len(MEMORY_TEMPLATES))]
             sentence, words = self._fill(template, speaker)
             items.append((f"syn-{i}", f"[{date}] {speaker}: {sentence}"))
-            vectors.append(self._vector(words, noise=0.6))
+            vectors.append(self._vector(words, noise=self.noise))
         return items, np.stack(vectors)
 
     def queries(self, n: int) -> list[str]:
@@ -178,7 +180,10 @@ class Corpus:
 
 
 def embedded_corpus(embedder) -> Corpus:
-    """The corpus over the vocabulary as `embedder` embeds it (the set-up processes' start)."""
+    """The corpus over the vocabulary as `embedder` embeds it, with the embedder's calibrated
+    noise (the set-up processes' start)."""
+    from bench.synthetic_noise import noise_for
+
     words = vocabulary()
     vectors = np.asarray(embedder.embed(words), dtype=np.float32)
-    return Corpus(dict(zip(words, vectors, strict=True)))
+    return Corpus(dict(zip(words, vectors, strict=True)), noise=noise_for(embedder.model_name))

@@ -35,7 +35,14 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.common import RESULTS, ROOT, embedder_description, git_commit, machine
+from bench.common import (
+    RESULTS,
+    ROOT,
+    embedder_description,
+    git_commit,
+    machine,
+    synthetic_noise_calibration,
+)
 from bench.served_client import concurrent_searches
 from bench.served_server import Server, Timer
 from bench.tenants_plan import BANDS, PlannedUser, searchers, user_sizes
@@ -83,6 +90,7 @@ def main(argv: list[str]) -> None:
             "git": git_commit(),
             "quick": args.quick,
             "embedder": embedder_description(),
+            "synthetic_noise": synthetic_noise_calibration(),
         },
         "tenants": {},
     }
