@@ -28,7 +28,25 @@ def meta_lines(name: str, data: dict) -> list[str]:
         f"- date (UTC): {meta['date']}; code: {meta['git']}; whole run: {meta['seconds']:.0f} s",
         f"- machine: nproc {m['nproc']}, {m.get('cpu', '?')}, {m.get('memory_gib', '?')} GiB, "
         f"Python {m['python']}, {m['platform']}",
+        *_synthetic_noise_line(data),
     ]
+
+
+def _synthetic_noise_line(data: dict) -> list[str]:
+    """Which synthetic memories a run timed (bench/synthetic_noise.py), for the runs that use
+    them; results from before the calibration had the fixed noise 0.6."""
+    meta = data["meta"]
+    if "synthetic_noise" in meta:
+        noise = meta["synthetic_noise"]
+        if noise is None:
+            return ["- synthetic memories' noise: not calibrated for this embedder"]
+        return [
+            f"- synthetic memories' noise: {noise['noise']} (LID {noise['lid_synthetic']}; "
+            f"LOCOMO turns {noise['lid_locomo_turns']}, bench/synthetic_noise.py)"
+        ]
+    if any(part in data for part in ("served", "latency", "tenants")):
+        return ["- synthetic memories' noise: 0.6, fixed (before the calibration; LID ~95)"]
+    return []
 
 
 def section_start(title: str, name: str, data: dict, part: str) -> tuple[list, list, dict]:

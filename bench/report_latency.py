@@ -141,8 +141,10 @@ def latency_section(name: str, data: dict) -> list[str]:
         "are template questions over the same vocabulary, e.g. "
         + "; ".join(f"`{q}`" for q in first["sample_queries"][:2])
         + ". Vectors are not model outputs: each memory's vector is the normalised mean of "
-        "the MiniLM vectors of its content words plus Gaussian noise (so memories sharing "
-        "words cluster and real query embeddings land among them); only the vocabulary and "
+        "the embedder's vectors of its content words plus Gaussian noise (so memories "
+        "sharing words cluster and real query embeddings land among them), as much noise as "
+        "gives the memories the intrinsic dimensionality of LOCOMO's turns embedded by the "
+        "same model (bench/synthetic_noise.py); only the vocabulary and "
         "the queries are embedded. Rows are bulk-inserted (bench/bulk.py): Memory and "
         "MemoryEmbedding rows plus the sqlite-vec and FTS5 rows on SQLite; on PostgreSQL the "
         "vectors by binary COPY with the HNSW index rebuilt after the load, the tsvector "

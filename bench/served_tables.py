@@ -109,9 +109,10 @@ def breakdown_table(served: dict) -> list[str]:
     return lines
 
 
-# The targets of issue 13, at 100,000 memories of one user.
+# The targets at 100,000 memories of one user: issue 26's (search p95, 8 clients, ingest, the
+# share of the exact nearest a heavy user gets), and those of issue 13 that it left standing.
 TARGETS = (
-    ("postgresql", "HTTP search p95 ≤ 25 ms", lambda r: r["search"]["http"]["p95_ms"], 25.0),
+    ("postgresql", "HTTP search p95 ≤ 20 ms", lambda r: r["search"]["http"]["p95_ms"], 20.0),
     (
         "postgresql",
         "HTTP p95 ≤ 1.5 × (bare KNN + embedding) p95",
@@ -121,7 +122,13 @@ TARGETS = (
     ("sqlite", "HTTP search p95 ≤ 40 ms", lambda r: r["search"]["http"]["p95_ms"], 40.0),
     ("*", "query embedding p50 ≤ 6 ms", lambda r: r["search"]["embed"]["p50_ms"], 6.0),
     (
-        "postgresql",
+        "*",
+        "found ≥ 0.98 of the exact nearest 50",
+        lambda r: -r["exact_top"]["recall_of_exact"],
+        -0.98,
+    ),
+    (
+        "*",
         "8 clients ≥ 100 searches/s",
         lambda r: -r["concurrent"]["searches_per_s"],
         -100.0,
