@@ -29,11 +29,12 @@ logger = logging.getLogger(__name__)
 
 TABLE = MemoryEmbedding._meta.db_table
 NAME_PREFIX = "memory_embedding_hnsw_"
-# The graph's build: pgvector's defaults (m 16, ef_construction 64) found 0.58 of a heavy
-# user's exact nearest 50 at ef_search 40 (e5's vectors all lie in a narrow cone, which
-# crowds a graph); m 32 / ef_construction 200 found 0.81 at the same search time, for a
-# build some 3 times as long (38 s for 20,000 vectors on one core). docs/benchmarks.md,
-# "Many users".
+# The graph's build: on the benchmark's first synthetic memories (noise 0.6, an intrinsic
+# dimensionality four times real text's), pgvector's defaults (m 16, ef_construction 64)
+# found 0.58 of a heavy user's exact nearest 50 at ef_search 40, m 32 / ef_construction 200
+# 0.81 at the same search time, for a build some 3 times as long (38 s for 20,000 vectors on
+# one core). On memories calibrated to real text (bench/synthetic_noise.py) m 32 finds 0.98;
+# the defaults were not measured there. docs/benchmarks.md, "Many users".
 GRAPH_M = 32
 GRAPH_EF_CONSTRUCTION = 200
 # Any number fits: one sync at a time per database (two would race on the index names).
