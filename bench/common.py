@@ -1,6 +1,7 @@
 """What every benchmark shares: where results and docs go, the databases, and the machine,
 commit and embedder a result was measured with."""
 
+import json
 import os
 import platform
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 DOCS = ROOT / "docs" / "benchmarks.md"
+SYNTHETIC_NOISE_FILE = RESULTS / "synthetic-noise.json"
 DATABASES = ("sqlite", "postgresql")
 
 
@@ -61,8 +63,12 @@ def embedder_description() -> str:
     return f"{embedder_model_name()} (EMBEDDING_LOCAL_MODEL={model}, EMBEDDER_RUNTIME={runtime})"
 
 
-def synthetic_noise_calibration() -> dict | None:
-    """The synthetic memories' calibration for that model (bench/synthetic_noise.py)."""
-    from bench.synthetic_noise import read_noises
+def read_synthetic_noises() -> dict:
+    """The synthetic memories' noise per embedder, as `python -m bench calibrate` wrote it
+    (bench/synthetic_noise.py)."""
+    return json.loads(SYNTHETIC_NOISE_FILE.read_text()) if SYNTHETIC_NOISE_FILE.exists() else {}
 
-    return read_noises().get(embedder_model_name())
+
+def synthetic_noise_calibration() -> dict | None:
+    """The calibration of the model the workers will run."""
+    return read_synthetic_noises().get(embedder_model_name())

@@ -28,8 +28,7 @@ from unittest import mock
 import numpy as np
 
 from bench.metrics import latency_summary
-from bench.synthetic import Corpus, vocabulary
-from bench.synthetic_noise import noise_for
+from bench.synthetic import Corpus, noise_for, vocabulary
 
 WARM_UP = 10
 TOP_K = 10

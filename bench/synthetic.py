@@ -8,6 +8,9 @@ noise is calibrated per embedder against real turns (bench/synthetic_noise.py)."
 
 import numpy as np
 
+from bench import common
+from bench.common import read_synthetic_noises
+
 NAMES = (
     "Caroline Melanie Jon Gina John Maria Joanna Nate Tim Audrey Andrew Deborah Evan Sam "
     "Calvin Dave Jolene James Priya Omar Lena Hugo Aisha Marco"
@@ -179,11 +182,22 @@ class Corpus:
         return out
 
 
+def noise_for(model_name: str) -> float:
+    """The calibrated noise of this embedder (its model_name, e.g. multilingual-e5-small-int8).
+    Raises SystemExit naming the command when it has none: an uncalibrated set would time
+    a graph index on data unlike any real text."""
+    entry = read_synthetic_noises().get(model_name)
+    if entry is None:
+        raise SystemExit(
+            f"No synthetic noise for the embedder {model_name} in {common.SYNTHETIC_NOISE_FILE}; "
+            "run `python -m bench calibrate --data ../shared/data/locomo-dev.json` with it."
+        )
+    return float(entry["noise"])
+
+
 def embedded_corpus(embedder) -> Corpus:
     """The corpus over the vocabulary as `embedder` embeds it, with the embedder's calibrated
     noise (the set-up processes' start)."""
-    from bench.synthetic_noise import noise_for
-
     words = vocabulary()
     vectors = np.asarray(embedder.embed(words), dtype=np.float32)
     return Corpus(dict(zip(words, vectors, strict=True)), noise=noise_for(embedder.model_name))

@@ -21,9 +21,10 @@ import time
 
 import numpy as np
 
-from bench.common import RESULTS, git_commit
+from bench import common
+from bench.common import git_commit, read_synthetic_noises
+from bench.synthetic import Corpus, vocabulary
 
-NOISE_FILE = RESULTS / "synthetic-noise.json"
 LID_NEIGHBOURS = 20
 LID_SAMPLE = 1000
 # The search range: 0.6 was the fixed noise before this calibration.
@@ -50,7 +51,6 @@ def noise_matching(
     """The noise (in [NOISE_LOW, NOISE_HIGH]) whose synthetic memories of `count` have the LID
     nearest `target_lid`, by bisection (LID grows with the noise); returns (noise, its LID).
     Every try draws the same memories (one seed), so only the noise differs."""
-    from bench.synthetic import Corpus
 
     def lid_at(noise: float) -> float:
         _, vectors = Corpus(word_vectors, noise=noise).memories(count)
@@ -74,23 +74,6 @@ def noise_matching(
     return round(high, 4), lid_high
 
 
-def read_noises() -> dict:
-    return json.loads(NOISE_FILE.read_text()) if NOISE_FILE.exists() else {}
-
-
-def noise_for(model_name: str) -> float:
-    """The calibrated noise of this embedder (its model_name, e.g. multilingual-e5-small-int8).
-    Raises SystemExit naming the command when it has none: an uncalibrated set would time
-    a graph index on data unlike any real text."""
-    entry = read_noises().get(model_name)
-    if entry is None:
-        raise SystemExit(
-            f"No synthetic noise for the embedder {model_name} in {NOISE_FILE}; run "
-            "`python -m bench calibrate --data ../shared/data/locomo-dev.json` with it."
-        )
-    return float(entry["noise"])
-
-
 def main(argv: list[str]) -> None:
     import os
 
@@ -103,7 +86,6 @@ def main(argv: list[str]) -> None:
     os.environ.setdefault("SECRET_KEY", "bench-calibrate")
     django.setup()
     from bench import locomo
-    from bench.synthetic import vocabulary
     from memories.embedders import get_embedder
 
     started = time.perf_counter()
@@ -116,7 +98,7 @@ def main(argv: list[str]) -> None:
     )
     real_lid = local_intrinsic_dimension(real)
     noise, synthetic_lid = noise_matching(word_vectors, real_lid, count=len(real))
-    noises = read_noises()
+    noises = read_synthetic_noises()
     noises[embedder.model_name] = {
         "noise": noise,
         "lid_locomo_turns": round(real_lid, 2),
@@ -125,8 +107,8 @@ def main(argv: list[str]) -> None:
         "git": git_commit(),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    NOISE_FILE.write_text(json.dumps(noises, indent=1, sort_keys=True) + "\n")
+    common.SYNTHETIC_NOISE_FILE.write_text(json.dumps(noises, indent=1, sort_keys=True) + "\n")
     print(
         f"{embedder.model_name}: noise {noise} (LID: LOCOMO turns {real_lid:.1f}, "
-        f"synthetic {synthetic_lid:.1f}) -> {NOISE_FILE}"
+        f"synthetic {synthetic_lid:.1f}) -> {common.SYNTHETIC_NOISE_FILE}"
     )

@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from bench import synthetic_noise
-from bench.synthetic import Corpus, vocabulary
-from bench.synthetic_noise import local_intrinsic_dimension, noise_for, noise_matching
+from bench import common, synthetic_noise
+from bench.synthetic import Corpus, noise_for, vocabulary
+from bench.synthetic_noise import local_intrinsic_dimension, noise_matching
 
 
 def unit_points_in(dimensions: int, count: int = 3000, *, seed: int = 1) -> np.ndarray:
@@ -73,7 +73,7 @@ def test_calibration_stops_at_the_generators_floor():
 def test_an_embedder_without_calibration_is_refused(tmp_path, monkeypatch):
     noise_file = tmp_path / "synthetic-noise.json"
     noise_file.write_text(json.dumps({"known-model": {"noise": 0.05}}))
-    monkeypatch.setattr(synthetic_noise, "NOISE_FILE", noise_file)
+    monkeypatch.setattr(common, "SYNTHETIC_NOISE_FILE", noise_file)
     assert noise_for("known-model") == 0.05
     with pytest.raises(SystemExit, match="python -m bench calibrate"):
         noise_for("another-model")
@@ -82,6 +82,6 @@ def test_an_embedder_without_calibration_is_refused(tmp_path, monkeypatch):
 def test_the_default_embedders_are_calibrated():
     # The served and tenants benches refuse an uncalibrated embedder; the repository's
     # calibration covers the local models the service ships.
-    noises = synthetic_noise.read_noises()
+    noises = common.read_synthetic_noises()
     for model in ("multilingual-e5-small-int8", "all-MiniLM-L6-v2-int8"):
         assert 0 < noises[model]["noise"] < synthetic_noise.NOISE_HIGH
