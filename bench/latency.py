@@ -28,7 +28,7 @@ from unittest import mock
 import numpy as np
 
 from bench.metrics import latency_summary
-from bench.synthetic import Corpus, noise_for, vocabulary
+from bench.synthetic import Corpus, embedded_vocabulary, noise_for
 
 WARM_UP = 10
 TOP_K = 10
@@ -290,11 +290,8 @@ def run(
 
     started_all = time.perf_counter()
     embedder = get_embedder()
-    words = vocabulary()
     started = time.perf_counter()
-    word_vectors = dict(
-        zip(words, np.asarray(embedder.embed(words), dtype=np.float32), strict=True)
-    )
+    word_vectors = embedded_vocabulary(embedder)
     vocabulary_seconds = time.perf_counter() - started
     corpus = Corpus(word_vectors, noise=noise_for(embedder.model_name))
     query_texts = corpus.queries(queries)
@@ -379,7 +376,7 @@ def run(
         "breakdown_queries": breakdown_queries,
         "keyword_row_budget": settings.RECALL_KEYWORD_ROW_BUDGET,
         "candidates_k": k,
-        "vocabulary_words": len(words),
+        "vocabulary_words": len(word_vectors),
         "vocabulary_embed_seconds": round(vocabulary_seconds, 1),
         "sample_queries": query_texts[:5],
         "sample_memories": [v for _, v in corpus.memories(3, start=10**9)[0]],

@@ -9,7 +9,6 @@ noise is calibrated per embedder against real turns (bench/synthetic_noise.py)."
 import numpy as np
 
 from bench import common
-from bench.common import read_synthetic_noises
 
 NAMES = (
     "Caroline Melanie Jon Gina John Maria Joanna Nate Tim Audrey Andrew Deborah Evan Sam "
@@ -186,7 +185,7 @@ def noise_for(model_name: str) -> float:
     """The calibrated noise of this embedder (its model_name, e.g. multilingual-e5-small-int8).
     Raises SystemExit naming the command when it has none: an uncalibrated set would time
     a graph index on data unlike any real text."""
-    entry = read_synthetic_noises().get(model_name)
+    entry = common.read_synthetic_noises().get(model_name)
     if entry is None:
         raise SystemExit(
             f"No synthetic noise for the embedder {model_name} in {common.SYNTHETIC_NOISE_FILE}; "
@@ -195,9 +194,14 @@ def noise_for(model_name: str) -> float:
     return float(entry["noise"])
 
 
+def embedded_vocabulary(embedder) -> dict[str, np.ndarray]:
+    """Each word of the vocabulary with its vector as `embedder` embeds it."""
+    words = vocabulary()
+    vectors = np.asarray(embedder.embed(words), dtype=np.float32)
+    return dict(zip(words, vectors, strict=True))
+
+
 def embedded_corpus(embedder) -> Corpus:
     """The corpus over the vocabulary as `embedder` embeds it, with the embedder's calibrated
     noise (the set-up processes' start)."""
-    words = vocabulary()
-    vectors = np.asarray(embedder.embed(words), dtype=np.float32)
-    return Corpus(dict(zip(words, vectors, strict=True)), noise=noise_for(embedder.model_name))
+    return Corpus(embedded_vocabulary(embedder), noise=noise_for(embedder.model_name))

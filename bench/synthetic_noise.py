@@ -22,8 +22,7 @@ import time
 import numpy as np
 
 from bench import common
-from bench.common import git_commit, read_synthetic_noises
-from bench.synthetic import Corpus, vocabulary
+from bench.synthetic import Corpus, embedded_vocabulary
 
 LID_NEIGHBOURS = 20
 LID_SAMPLE = 1000
@@ -92,19 +91,16 @@ def main(argv: list[str]) -> None:
     embedder = get_embedder()
     turns = [turn.text for conversation in locomo.load(args.data) for turn in conversation.turns]
     real = np.asarray(embedder.embed(turns), dtype=np.float32)
-    words = vocabulary()
-    word_vectors = dict(
-        zip(words, np.asarray(embedder.embed(words), dtype=np.float32), strict=True)
-    )
+    word_vectors = embedded_vocabulary(embedder)
     real_lid = local_intrinsic_dimension(real)
     noise, synthetic_lid = noise_matching(word_vectors, real_lid, count=len(real))
-    noises = read_synthetic_noises()
+    noises = common.read_synthetic_noises()
     noises[embedder.model_name] = {
         "noise": noise,
         "lid_locomo_turns": round(real_lid, 2),
         "lid_synthetic": round(synthetic_lid, 2),
         "turns": len(real),
-        "git": git_commit(),
+        "git": common.git_commit(),
         "seconds": round(time.perf_counter() - started, 1),
     }
     common.SYNTHETIC_NOISE_FILE.write_text(json.dumps(noises, indent=1, sort_keys=True) + "\n")
