@@ -22,7 +22,8 @@ def setup(database_url: str) -> None:
 
 
 def database_info() -> dict:
-    """Versions of the database and its vector extension, for the results file."""
+    """Versions of the database and its vector extension (and PostgreSQL's buffer size), for
+    the results file."""
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -31,7 +32,14 @@ def database_info() -> dict:
             version = cursor.fetchone()[0]
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = cursor.fetchone()
-            return {"vendor": "postgresql", "version": version, "pgvector": row and row[0]}
+            cursor.execute("SHOW shared_buffers")
+            shared_buffers = cursor.fetchone()[0]
+            return {
+                "vendor": "postgresql",
+                "version": version,
+                "pgvector": row and row[0],
+                "shared_buffers": shared_buffers,
+            }
         cursor.execute("SELECT sqlite_version(), vec_version()")
         sqlite_version, vec_version = cursor.fetchone()
         return {"vendor": "sqlite", "version": sqlite_version, "sqlite_vec": vec_version}
