@@ -169,12 +169,14 @@ def postings_of(
             # would rather scan a common term's postings and filter them by memory (their
             # statistics give every term the same number of postings): 5-10 times slower at
             # 100,000 memories. SQLite is told the index; PostgreSQL gets a per-memory lateral
-            # lookup, which only that index answers.
+            # lookup, which only that index answers. OFFSET 0 keeps PostgreSQL from pulling
+            # the lateral subquery up into a hash join over the terms' postings (it did: 4,491
+            # postings read for 150 memories, 4-5 ms against 0.2 ms).
             if connection.vendor == "postgresql":
                 cursor.execute(
                     "SELECT f.id, p.term, p.occurrences, p.length FROM unnest(%s::uuid[]) AS f(id) "
                     f"CROSS JOIN LATERAL (SELECT term, occurrences, length FROM {POSTINGS} "
-                    "WHERE memory_id = f.id AND term = ANY(%s)) AS p",
+                    "WHERE memory_id = f.id AND term = ANY(%s) OFFSET 0) AS p",
                     [list(memory_ids), list(terms)],
                 )
                 rows = cursor.fetchall()

@@ -5,17 +5,20 @@ that hands back the stored rows."""
 import pytest
 from django.db import connection, transaction
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 
 from memories.embedders import embed_one
 from memories.models import CarrierIds, Memory, Scope, Status
 from memories.recall import candidates, keyword
 from memories.recall.access import memory_record_access
+from memories.recall.postings import collection_of, postings_add, postings_of
 from memories.recall.scopes import recall_scopes, scopes_sql
 from memories.recall.vector_store import get_vector_store, partition_of
 from memories.recall.vector_store.partition_indexes import (
     partition_index_name,
     partition_indexes_sync,
 )
+from memories.recall.words import query_terms
 from tests.conftest import make_user
 from tests.memories.helpers import bulk_memories, make_memory
 
@@ -114,6 +117,35 @@ def test_a_word_most_memories_hold_does_not_make_the_keyword_half_rank_them_all(
     assert {hit.memory_id for hit in bounded} == {with_both.id, rare_only.id}
     assert len(unbounded) == 50
     assert unbounded[:2] == bounded
+
+
+def test_common_words_are_looked_up_per_memory_not_by_scanning_their_postings(
+    postgresql, owner
+):
+    # Every memory holds the common words, so their postings are many; the lookup is asked
+    # about a few memories and must read those memories' postings alone.
+    memories = Memory.objects.bulk_create(
+        Memory(user=owner, key=f"note {i}", value=f"coffee tasting morning note {i}")
+        for i in range(3000)
+    )
+    postings_add((memory, partition_of(memory)) for memory in memories)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memories_keywordposting")
+    terms = query_terms("coffee morning")
+    partition_ids, _ = collection_of([partition_of(memories[0])], terms)
+    wanted = [memory.id for memory in memories[:150]]
+
+    with CaptureQueriesContext(connection) as queries:
+        found = postings_of(partition_ids=partition_ids, terms=terms, memory_ids=wanted)
+    [query] = queries.captured_queries
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + query["sql"])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+
+    assert "keyword_posting_memory" in plan, plan
+    assert "keyword_posting_term" not in plan, plan
+    assert set(found) == set(wanted)
+    assert all(set(held) == set(terms) for held in found.values())
 
 
 def test_nearest_is_exact_when_the_index_comes_back_short(postgresql, owner):
