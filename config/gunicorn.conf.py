@@ -10,6 +10,7 @@ Production). Flags on the command line win over these values (--bind, --threads,
 - Each thread keeps its own database connection (CONN_MAX_AGE): PostgreSQL must allow
   workers x threads connections per gunicorn, plus Celery's and the MCP server's."""
 
+import gc
 import os
 import time
 from pathlib import Path
@@ -50,11 +51,16 @@ def on_starting(server):
 def post_worker_init(worker):
     """In each worker, after config/wsgi.py has loaded (Django set up, the model loaded) and
     before it accepts a connection: import the URLconf (views, DRF, the schema code), which
-    Django otherwise does in the first request."""
+    Django otherwise does in the first request, then freeze what is loaded."""
     from django.urls import get_resolver
 
     started = time.perf_counter()
     get_resolver().url_patterns  # noqa: B018 (the property imports every view module)
+    # What the worker has loaded by now lives as long as it does. Frozen, a full garbage
+    # collection no longer walks it: one that fell in a search took 66 ms unfrozen, 10 ms
+    # frozen (in process, 100,000 memories on PostgreSQL).
+    gc.collect()
+    gc.freeze()
     worker.log.info("worker %s ready in %.1f s", worker.pid, time.perf_counter() - started)
 
 

@@ -262,3 +262,19 @@ def test_a_chunked_body_the_client_abandons_is_a_400_not_a_server_error(
     log = server.log.read_text()
     assert f'"message": "POST {path} 400' in log, log
     assert '"status": 500' not in log and "Traceback" not in log, log
+
+
+def test_a_worker_freezes_what_it_loaded_before_it_answers():
+    import gc
+    import logging
+    import runpy
+    from types import SimpleNamespace
+
+    hooks = runpy.run_path(str(REPO / "config" / "gunicorn.conf.py"))
+    worker = SimpleNamespace(pid=os.getpid(), log=logging.getLogger("test.gunicorn"))
+    gc.unfreeze()
+    try:
+        hooks["post_worker_init"](worker)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
