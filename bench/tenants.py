@@ -9,7 +9,12 @@ bands and the activity are bench/tenants_plan.py's):
    database's size;
 2. gunicorn starts on 127.0.0.1;
 3. per band, `--queries` timed GET /api/memories/search from this process over one
-   keep-alive connection, each by a user of the band drawn by activity (X-User-Id);
+   keep-alive connection, each by a user of the band drawn by activity (X-User-Id). Before
+   them, each of those users searches WARM_UP_ROUNDS times as often with texts it is not
+   timed with (warm_up_picks), untimed but for a summary: a server that has been answering
+   these users holds their graphs and postings in memory, and a server just started (as
+   each run's is) reads them from disk, through a page cache that this machine's memory
+   reclaim keeps small;
 4. the timer process (same database and model) measures, per band, the share of the user's
    exact nearest RECALL_CANDIDATES that the service's search finds, and on PostgreSQL sweeps
    hnsw.ef_search for the heavy users (share found, KNN time);
@@ -47,7 +52,8 @@ from bench.served_client import concurrent_searches
 from bench.served_server import Server, Timer
 from bench.tenants_plan import BANDS, PlannedUser, searchers, user_sizes
 
-WARM_UP = 10
+# Untimed searches per timed search of a band, by the same users with other texts.
+WARM_UP_ROUNDS = 3
 EXACT_PER_BAND = 40
 SWEEP_QUERIES = 40
 SIZES = {"postgresql": (1_000_000, 10_000), "sqlite": (100_000, 1_000)}
@@ -261,6 +267,34 @@ def _setup(url: str, plan: dict, tmp: Path) -> dict:
     return json.loads(out.read_text())
 
 
+def timed_picks(users, queries: list[str]) -> list[tuple[str, int]]:
+    """The band's timed searches: (external id, query index), the i-th by users[i]."""
+    return [(user.external_id, (i * 7) % len(queries)) for i, user in enumerate(users)]
+
+
+def warm_up_picks(
+    picks: list[tuple[str, int]], queries: list[str], rounds: int
+) -> list[tuple[str, int]]:
+    """`rounds` searches for each timed one, by the same user, each with a text that user is
+    never timed with (none when a user is timed with every text), in the order of the
+    timed searches."""
+    timed: dict[str, set[int]] = {}
+    for user, index in picks:
+        timed.setdefault(user, set()).add(index)
+    others = {
+        user: [i for i in range(len(queries)) if i not in indices]
+        for user, indices in timed.items()
+    }
+    used = dict.fromkeys(timed, 0)
+    out = []
+    for _ in range(rounds):
+        for user, _ in picks:
+            if others[user]:
+                out.append((user, others[user][used[user] % len(others[user])]))
+                used[user] += 1
+    return out
+
+
 def _timed_searches(port: int, key: dict, users, queries: list[str]) -> dict:
     """One band's searches, one at a time: latency, and where the time went (each answer's
     Server-Timing stages, bench.served_client.breakdown)."""
@@ -268,22 +302,24 @@ def _timed_searches(port: int, key: dict, users, queries: list[str]) -> dict:
     from bench.served_client import breakdown, exchange, search_path
 
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    for i in range(WARM_UP):
-        user = users[i % len(users)].external_id
-        exchange(
-            connection, "GET", search_path(queries[i % len(queries)]), {**key, "X-User-Id": user}
-        )
-    seconds, stages = [], []
-    for i, user in enumerate(users):
-        headers = {**key, "X-User-Id": user.external_id}
+    picks = timed_picks(users, queries)
+    warm_up = []
+    for user, index in warm_up_picks(picks, queries, WARM_UP_ROUNDS):
         started = time.perf_counter()
-        _, timings = exchange(
-            connection, "GET", search_path(queries[(i * 7) % len(queries)]), headers
-        )
+        exchange(connection, "GET", search_path(queries[index]), {**key, "X-User-Id": user})
+        warm_up.append(time.perf_counter() - started)
+    seconds, stages = [], []
+    for user, index in picks:
+        headers = {**key, "X-User-Id": user}
+        started = time.perf_counter()
+        _, timings = exchange(connection, "GET", search_path(queries[index]), headers)
         seconds.append(time.perf_counter() - started)
         stages.append(timings)
     connection.close()
     summary = latency_summary(seconds)
+    if warm_up:
+        # The first searches of these users since the server started: pages read from disk.
+        summary["warm_up"] = {"rounds": WARM_UP_ROUNDS, **latency_summary(warm_up)}
     summary["memories_of_searchers_mean"] = round(sum(u.memories for u in users) / len(users))
     summary["breakdown"] = breakdown(seconds, stages)
     return summary

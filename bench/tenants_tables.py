@@ -38,6 +38,7 @@ def markdown(results: dict) -> str:
                 f"{p95_note} | {found['mean']:.3f} ({found['lowest']:.2f}; "
                 f"{_mark(found['mean'] >= FOUND_TARGET[band])}) |"
             )
+    lines += _warm_up_table(results)
     lines += [
         "",
         "| database | 8 clients: searches/s, p50 / p95 ms | RSS (PSS) per worker | "
@@ -75,6 +76,34 @@ def markdown(results: dict) -> str:
                 f"{row['knn_p50_ms']:.1f} / {row['knn_p95_ms']:.1f} |"
             )
     return "\n".join(lines)
+
+
+def _warm_up_table(results: dict) -> list[str]:
+    """The untimed searches before each band's timed ones (bench/tenants.py, warm_up_picks):
+    the first searches of those users since the server started. Older runs had none."""
+    runs = [
+        (database, run)
+        for database, run in results["tenants"].items()
+        if all("warm_up" in search for search in run["search"].values())
+    ]
+    if not runs:
+        return []
+    bands = list(runs[0][1]["search"])
+    rounds = runs[0][1]["search"][bands[0]]["warm_up"]["rounds"]
+    lines = [
+        "",
+        f"Before a band's timed searches, the same users searched {rounds} times as often with "
+        "texts they were not timed with: the first searches of those users since the server "
+        "started, with their pages still on disk. The timings above are those that came after "
+        "(p50 / p95 ms of the warm-up):",
+        "",
+        "| database | " + " | ".join(bands) + " |",
+        "|---|" + "---|" * len(bands),
+    ]
+    for database, run in runs:
+        cells = [pct(run["search"][band]["warm_up"]) for band in bands]
+        lines.append(f"| {database} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _band_breakdown(database: str, run: dict) -> list[str]:

@@ -1,0 +1,41 @@
+"""bench.tenants: the untimed searches before a band's timed ones come from the same users,
+never with a text that user is timed with, and their summary is reported beside the timings."""
+
+from types import SimpleNamespace
+
+from bench.tenants import timed_picks, warm_up_picks
+from bench.tenants_tables import _warm_up_table
+
+
+def test_warm_up_searches_are_by_the_timed_users_with_texts_they_are_not_timed_with():
+    queries = [f"question {i}" for i in range(20)]
+    users = [SimpleNamespace(external_id=name) for name in ["heavy", "light", "heavy", "heavy"]]
+    picks = timed_picks(users, queries)
+
+    warm_up = warm_up_picks(picks, queries, rounds=3)
+
+    assert len(warm_up) == 3 * len(picks)
+    assert [user for user, _ in warm_up] == [user for user, _ in picks] * 3
+    timed = {(user, index) for user, index in picks}
+    assert not timed & set(warm_up)
+    heavy_texts = [index for user, index in warm_up if user == "heavy"]
+    assert len(set(heavy_texts)) == len(heavy_texts)  # 9 searches, 17 texts left to use
+
+
+def test_a_user_timed_with_every_text_gets_no_warm_up():
+    queries = ["only question"]
+    picks = timed_picks([SimpleNamespace(external_id="u")], queries)
+
+    assert warm_up_picks(picks, queries, rounds=3) == []
+
+
+def test_the_warm_up_is_tabled_only_for_runs_that_had_one():
+    summary = {"p50_ms": 30.0, "p95_ms": 90.0, "rounds": 3}
+    with_warm_up = {"tenants": {"postgresql": {"search": {"heavy": {"warm_up": summary}}}}}
+    without = {"tenants": {"postgresql": {"search": {"heavy": {"p50_ms": 1.0}}}}}
+
+    lines = _warm_up_table(with_warm_up)
+
+    assert "| postgresql | 30.0 / 90.0 |" in lines
+    assert any("3 times as often" in line for line in lines)
+    assert _warm_up_table(without) == []
