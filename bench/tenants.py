@@ -276,22 +276,22 @@ def warm_up_picks(
     picks: list[tuple[str, int]], queries: list[str], rounds: int
 ) -> list[tuple[str, int]]:
     """`rounds` searches for each timed one, by the same user, each with a text that user is
-    never timed with (none when a user is timed with every text), in the order of the
-    timed searches."""
-    timed: dict[str, set[int]] = {}
+    never timed with, in the order of the timed searches. A user timed with every text (a
+    band of one user) warms up with those texts: a warm-up must still load what the first
+    search of a user loads (SQLite's mirror of their vectors)."""
+    timed: dict[str, list[int]] = {}
     for user, index in picks:
-        timed.setdefault(user, set()).add(index)
+        timed.setdefault(user, []).append(index)
     others = {
-        user: [i for i in range(len(queries)) if i not in indices]
+        user: [i for i in range(len(queries)) if i not in indices] or indices
         for user, indices in timed.items()
     }
     used = dict.fromkeys(timed, 0)
     out = []
     for _ in range(rounds):
         for user, _ in picks:
-            if others[user]:
-                out.append((user, others[user][used[user] % len(others[user])]))
-                used[user] += 1
+            out.append((user, others[user][used[user] % len(others[user])]))
+            used[user] += 1
     return out
 
 
@@ -317,9 +317,8 @@ def _timed_searches(port: int, key: dict, users, queries: list[str]) -> dict:
         stages.append(timings)
     connection.close()
     summary = latency_summary(seconds)
-    if warm_up:
-        # The first searches of these users since the server started: pages read from disk.
-        summary["warm_up"] = {"rounds": WARM_UP_ROUNDS, **latency_summary(warm_up)}
+    # The first searches of these users since the server started: pages read from disk.
+    summary["warm_up"] = {"rounds": WARM_UP_ROUNDS, **latency_summary(warm_up)}
     summary["memories_of_searchers_mean"] = round(sum(u.memories for u in users) / len(users))
     summary["breakdown"] = breakdown(seconds, stages)
     return summary
