@@ -24,6 +24,13 @@ def served_section(name: str, data: dict) -> list[str]:
         "ONNX Runtime's MatMulInteger) picks 1,000 candidates in a quarter of the bytes, "
         "scored exactly after (~8 ms against ~27 for the float product at 100,000 with the "
         "machine loaded).",
+        "- PostgreSQL's `shared_buffers`: the benchmark's server gets a quarter of the "
+        "machine's memory (bench/pg.py; the results file records it), as docs/operations.md "
+        "advises. At initdb's 128 MB neither the graph nor the vectors of 100,000 memories "
+        "fit, and this machine's memory reclaim keeps the page cache small: PostgreSQL "
+        "20.7 / 29.5 ms p50/p95 and 82 searches/s with 8 clients "
+        "(bench/results/served-pg-baseline.json) against 17.8 / 23.4 ms and 106/s at 6 GB "
+        "(served-pg-sb.json), the same code.",
         "- The query embedded on another thread beside the keyword search (PostgreSQL, "
         "through gunicorn, two runs each way): the keyword search slowed from 0.65 to 3.8 ms "
         "p50 as much as the overlap saved, HTTP p50 20.6-21.4 vs 20.2-21.9 ms; not kept.",

@@ -139,4 +139,9 @@ def tenants_section(name: str, data: dict) -> list[str]:
         "",
         markdown(data),
         "",
+        "PostgreSQL's `shared_buffers` is recorded with each run's database (6 GB, a quarter "
+        "of the machine's memory, from this run on; 128 MB before). Runs kept beside this "
+        "one: bench/results/tenants-71f14ef.json (the first synthetic memories), and in "
+        "bench/results/repeats/ the same databases timed again, and once without warm-up.",
+        "",
     ]
