@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import FilteredRelation, Q
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
@@ -145,10 +145,20 @@ def api_key_set_scopes(*, key: ApiKey, scopes: Iterable[str]) -> ApiKey:
     return key
 
 
-def _key_for(raw_key: str) -> ApiKey:
-    # The key's own account is read only when the key acts as itself (a lazy second query);
-    # a key acting for an end user, the common call, reads the key alone.
-    key = ApiKey.objects.select_related("tenant").filter(key_hash=_hash(raw_key)).first()
+def _key_for(raw_key: str, *, external_id: str | None = None) -> ApiKey:
+    """The key, with `end_user` set when an external id is given and its tenant has a user
+    of that id (the attribute is absent otherwise). The user comes in the key's own query (a
+    join): the common request, a key acting for an end user that exists, reads the database
+    once to know who it is. The key's own account is read only when the key acts as itself
+    (a lazy second query)."""
+    keys = ApiKey.objects.select_related("tenant")
+    if external_id is not None:
+        keys = keys.annotate(
+            end_user=FilteredRelation(
+                "tenant__users", condition=Q(tenant__users__external_id=external_id)
+            )
+        ).select_related("end_user")
+    key = keys.filter(key_hash=_hash(raw_key)).first()
     if key is None:
         raise Unauthenticated("Unknown API key.")
     if key.is_revoked:
@@ -171,6 +181,13 @@ def validate_external_id(raw: str) -> str:
             field="X-User-Id",
         )
     return raw
+
+
+def _valid_or_none(external_id: str | None) -> str | None:
+    try:
+        return validate_external_id(external_id or "")
+    except InvalidInput:
+        return None
 
 
 def _username_for(external_id: str, tenant: Tenant) -> str:
@@ -258,7 +275,8 @@ def principal_for(
         return None
     if not credential:
         raise Unauthenticated("Give the API key after 'Bearer '.")
-    key = _key_for(credential)
+    acts_for = None if key_acts_as_itself else _valid_or_none(external_id)
+    key = _key_for(credential, external_id=acts_for)
     if key_acts_as_itself:
         return Principal(user=key.account, key=key)
     if external_id is None or external_id == "":
@@ -268,10 +286,13 @@ def principal_for(
             "An API key needs X-User-Id: the external id of the end user this request acts for.",
             field="X-User-Id",
         )
-    if not creates_user and settings.AUTO_PROVISION_USERS:
-        external_id = validate_external_id(external_id)
-        existing = User.objects.filter(tenant=key.tenant, external_id=external_id).first()
-        user = existing or unsaved_end_user(external_id=external_id, tenant=key.tenant)
+    external_id = validate_external_id(external_id)
+    # Django sets a filtered relation's attribute only when the join found a row.
+    user = getattr(key, "end_user", None)
+    if user is not None:
+        user.tenant = key.tenant  # read with the key: no query when the user's tenant is read
+    elif not creates_user and settings.AUTO_PROVISION_USERS:
+        user = unsaved_end_user(external_id=external_id, tenant=key.tenant)
     else:
         user, _ = external_user_get_or_create(
             external_id=external_id, provision=settings.AUTO_PROVISION_USERS, tenant=key.tenant

@@ -5,9 +5,11 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from memories.api_keys import default_tenant
+from memories.api_keys import default_tenant, principal_for, tenant_get_or_create
 from memories.models import ApiKey, Memory, Persona, Scope, User
 from tests.conftest import end_user, key_client, new_key
 from tests.memories.helpers import assert_error, make_memory, make_pending
@@ -78,6 +80,25 @@ def test_a_key_acts_as_an_existing_user_with_that_external_id(owner):
 
     assert [m["key"] for m in listing["data"]] == ["language"]
     assert listing["data"][0]["external_user_id"] == "crm-42"
+
+
+def test_a_key_and_its_existing_end_user_are_read_in_one_query(db):
+    raw_key = new_key()
+    first = principal_for(authorization=f"Bearer {raw_key}", external_id="ext-alice")
+    assert first.user.pk is not None  # created by this first (writing) request
+
+    with CaptureQueriesContext(connection) as queries:
+        again = principal_for(authorization=f"Bearer {raw_key}", external_id="ext-alice")
+        reading = principal_for(
+            authorization=f"Bearer {raw_key}", external_id="ext-alice", creates_user=False
+        )
+        assert again.user.tenant.slug == reading.user.tenant.slug == first.key.tenant.slug
+    assert len(queries) == 2  # one per request; the tenant came with the key
+    assert again.user.pk == reading.user.pk == first.user.pk
+    # Another tenant's user of the same external id is not joined to this key.
+    elsewhere = new_key(tenant=tenant_get_or_create(slug="other-product"))
+    theirs = principal_for(authorization=f"Bearer {elsewhere}", external_id="ext-alice")
+    assert theirs.user.pk != first.user.pk
 
 
 def test_without_provisioning_an_unknown_external_user_is_404_until_created(db, settings):
