@@ -46,11 +46,23 @@ class KeywordPosting(models.Model):
     length = models.PositiveIntegerField()
 
     class Meta:
+        # Both indexes carry the columns a search reads (PostgreSQL's INCLUDE; SQLite has
+        # no such clause and keeps the key columns alone): a search answers from the index
+        # pages, without a visit to the table's page of each posting. A heavy user's postings
+        # lie on as many table pages as it has memories, most of them out of cache.
         indexes = [
             # Postings of a word in the caller's partitions (the search).
-            models.Index(fields=["partition", "term"], name="keyword_posting_term"),
+            models.Index(
+                fields=["partition", "term"],
+                include=["memory", "occurrences", "length"],
+                name="keyword_posting_term",
+            ),
             # A memory's postings (unindexing, and the common words of found memories).
-            models.Index(fields=["memory", "term"], name="keyword_posting_memory"),
+            models.Index(
+                fields=["memory", "term"],
+                include=["occurrences", "length"],
+                name="keyword_posting_memory",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -148,6 +148,43 @@ def test_common_words_are_looked_up_per_memory_not_by_scanning_their_postings(
     assert all(set(held) == set(terms) for held in found.values())
 
 
+def test_keyword_lookups_read_the_index_pages_alone(transactional_db, owner):
+    # The postings indexes carry the columns a search reads: neither lookup visits the
+    # table (once VACUUM has marked its pages all-visible, as autovacuum does).
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only (SQLite's indexes have no INCLUDE)")
+    memories = Memory.objects.bulk_create(
+        Memory(user=owner, key=f"note {i}", value=f"coffee tasting morning note {i}")
+        for i in range(3000)
+    )
+    postings_add((memory, partition_of(memory)) for memory in memories)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE memories_keywordposting")
+    terms = query_terms("tasting morning")
+    partition_ids, _ = collection_of([partition_of(memories[0])], terms)
+
+    with CaptureQueriesContext(connection) as queries:
+        by_term = postings_of(partition_ids=partition_ids, terms=terms)
+        by_memory = postings_of(
+            partition_ids=partition_ids, terms=terms, memory_ids=[m.id for m in memories[:150]]
+        )
+    assert len(by_term) == 3000 and len(by_memory) == 150
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")  # a small table: the index is the point
+        try:
+            for query, index in zip(
+                queries.captured_queries,
+                ["keyword_posting_term", "keyword_posting_memory"],
+                strict=True,
+            ):
+                cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + query["sql"])
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+                assert f"Index Only Scan using {index}" in plan, plan
+                assert "Heap Fetches: 0" in plan, plan
+        finally:
+            cursor.execute("RESET enable_seqscan")
+
+
 def test_nearest_is_exact_when_the_index_comes_back_short(postgresql, owner):
     store = get_vector_store()
     archived = bulk_memories(owner, 40, status=Status.ARCHIVED)
