@@ -127,30 +127,35 @@ def postings_remove(memory_ids: Iterable[UUID]) -> None:
 
 def collection_of(partitions: Sequence[str], terms: Sequence[str]) -> tuple[list[int], Collection]:
     """The ids of these partitions (those with indexed memories) and their statistics for
-    these terms."""
+    these terms, in one statement (a search's first step: one round trip less than two)."""
     if not partitions:
         return [], Collection(0, 0, {})
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT id, memories, words FROM {PARTITIONS} WHERE partition IN {_in(partitions)}",
-            list(partitions),
-        )
-        rows = cursor.fetchall()
-        ids = sorted(row[0] for row in rows)
-        term_memories = {}
-        if ids and terms:
+        if terms:
             cursor.execute(
-                f"SELECT term, SUM(memories) FROM {TERMS} WHERE partition_id IN {_in(ids)} "
-                f"AND term IN {_in(terms)} GROUP BY term",
-                [*ids, *terms],
+                f"SELECT p.id, p.memories, p.words, t.term, t.memories FROM {PARTITIONS} p "
+                f"LEFT JOIN {TERMS} t ON t.partition_id = p.id AND t.term IN {_in(terms)} "
+                f"WHERE p.partition IN {_in(partitions)}",
+                [*terms, *partitions],
             )
-            term_memories = {term: int(n) for term, n in cursor.fetchall()}
+        else:
+            cursor.execute(
+                f"SELECT id, memories, words, NULL, NULL FROM {PARTITIONS} "
+                f"WHERE partition IN {_in(partitions)}",
+                list(partitions),
+            )
+        rows = cursor.fetchall()
+    totals = {partition_id: (memories, words) for partition_id, memories, words, _, _ in rows}
+    term_memories: Counter = Counter()
+    for _, _, _, term, memories in rows:
+        if term is not None:
+            term_memories[term] += int(memories)
     collection = Collection(
-        memories=sum(row[1] for row in rows),
-        words=sum(row[2] for row in rows),
-        term_memories=term_memories,
+        memories=sum(memories for memories, _ in totals.values()),
+        words=sum(words for _, words in totals.values()),
+        term_memories=dict(term_memories),
     )
-    return ids, collection
+    return sorted(totals), collection
 
 
 def postings_of(

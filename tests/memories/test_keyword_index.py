@@ -4,10 +4,13 @@ the counts always equal what the postings say (so BM25 reads true statistics).""
 from collections import Counter, defaultdict
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memories import services
 from memories.models import KeywordPartition, KeywordPosting, KeywordTerm, Memory
 from memories.recall import bm25
+from memories.recall.postings import collection_of
 from memories.recall.words import index_terms, query_terms
 from tests.memories.helpers import make_memory, make_pending
 
@@ -99,6 +102,26 @@ def test_the_last_memory_of_a_partition_takes_its_totals_with_it(owner):
     assert not KeywordPartition.objects.exists()
     assert not KeywordTerm.objects.exists()
     assert Memory.objects.filter(id=memory.id).exists()  # soft-deleted
+
+
+def test_a_search_reads_its_partitions_and_their_word_counts_in_one_statement(owner, other):
+    make_memory(owner, key="pet", value="Has a cat named Miso")
+    make_memory(owner, key="pet food", value="The cat eats fish")
+    make_memory(other, key="pet", value="Has a cat and a dog")
+    mine = KeywordPosting.objects.filter(memory__user=owner).values_list(
+        "partition__partition", flat=True
+    )
+    partition = mine.first()
+    terms = query_terms("cat dog fish unheard")
+
+    with CaptureQueriesContext(connection) as queries:
+        ids, collection = collection_of([partition, "no such partition"], terms)
+    assert len(queries) == 1
+    assert ids == [KeywordPartition.objects.get(partition=partition).id]
+    assert collection.memories == 2
+    # The other user's dog is not counted; a word nobody holds has no count.
+    assert collection.term_memories == {"cat": 2, "fish": 1}
+    assert collection_of([partition], [])[1].term_memories == {}
 
 
 def test_query_words_are_folded_and_stemmed_as_memory_words_are():
