@@ -127,7 +127,9 @@ def _database_bytes(connection) -> int:
 def timer_main(argv: list[str]) -> None:
     """Reads JSON requests from stdin, one a line; answers one JSON line each:
     {"exact": [[external_id, query index], ...]} -> shares of the exact nearest found;
-    {"sweep": [[external_id, query index], ...]} -> per ef_search, share found and KNN time."""
+    {"sweep": [[external_id, query index], ...]} -> per ef_search, share found and KNN time;
+    {"database": true} -> the database as timed (its settings and size, after the migrations
+    this process ran: a prepared database may have been loaded by older code)."""
     parser = argparse.ArgumentParser(prog="python -m bench.tenants timer")
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--queries", required=True)
@@ -136,6 +138,8 @@ def timer_main(argv: list[str]) -> None:
     from bench import dj
 
     dj.setup(args.database_url)
+    from django.db import connection
+
     from memories.embedders import get_embedder
 
     queries = json.loads(Path(args.queries).read_text())
@@ -145,6 +149,8 @@ def timer_main(argv: list[str]) -> None:
         request = json.loads(line)
         if "exact" in request:
             answer = [_found_share(user, vectors[index]) for user, index in request["exact"]]
+        elif "database" in request:
+            answer = {**dj.database_info(), "bytes": _database_bytes(connection)}
         else:
             answer = _sweep([(user, vectors[index]) for user, index in request["sweep"]])
         print(json.dumps(answer), flush=True)
