@@ -5,6 +5,7 @@ import json
 import os
 import platform
 import subprocess
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,3 +73,15 @@ def read_synthetic_noises() -> dict:
 def synthetic_noise_calibration() -> dict | None:
     """The calibration of the model the workers will run."""
     return read_synthetic_noises().get(embedder_model_name())
+
+
+def settle(*, below: float = 0.8, longest: float = 180.0) -> None:
+    """Wait (up to `longest` seconds) for the 1-minute load average to fall below `below`
+    before timing: the previous database's concurrent clients, or the set-up's load, vacuum
+    and checkpoint, leave it high for a while."""
+    waited = 0.0
+    while os.getloadavg()[0] >= below and waited < longest:
+        time.sleep(5)
+        waited += 5
+    if waited:
+        print(f"waited {waited:.0f} s for the machine to settle", flush=True)

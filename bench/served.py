@@ -38,6 +38,7 @@ from bench.common import (
     embedder_description,
     git_commit,
     machine,
+    settle,
     synthetic_noise_calibration,
 )
 from bench.report import write_docs
@@ -153,8 +154,9 @@ def _run_database(database: str, url: str | None, plan: dict, pg) -> dict:
                 url = f"sqlite:///{tmp / 'served.sqlite3'}"
             else:
                 db_name, url = pg.create_database("served")
-        load_before = os.getloadavg()
         setup = _setup(url, plan, tmp)
+        settle()
+        load_before = os.getloadavg()
         server = Server(url, workers=plan["workers"], log=tmp / "gunicorn.log")
         headers = {"Authorization": f"Bearer {setup['key']}", "X-User-Id": EXTERNAL_ID}
         first_answer = server.start(headers)

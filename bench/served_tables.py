@@ -39,6 +39,19 @@ def markdown(results: dict) -> str:
             f"| {database} | {pct(search['http'])} | {pct(search['knn'])} | "
             f"{pct(search['embed'])} | {search['ratio_http_to_knn_plus_embed_p95']:.2f} |"
         )
+    loads = [
+        f"{database} {run['loadavg_before'][0]:.2f} / {run['loadavg_after'][0]:.2f}"
+        for database, run in served.items()
+        if "loadavg_before" in run
+    ]
+    if loads:
+        lines += [
+            "",
+            "The machine's 1-minute load average when the timing began (after the set-up, once "
+            "it had fallen below 0.8 or 3 minutes had passed) and after the last timed part: "
+            + "; ".join(loads)
+            + ".",
+        ]
     lines += [
         "",
         f"| database | {plan['clients']} clients: searches/s, p50 / p95 | POST /api/memories "

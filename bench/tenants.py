@@ -47,6 +47,7 @@ from bench.common import (
     embedder_description,
     git_commit,
     machine,
+    settle,
     synthetic_noise_calibration,
 )
 from bench.served_client import concurrent_searches
@@ -181,7 +182,7 @@ def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
             setup = json.loads((prepared / "setup.json").read_text())
         queries = setup["queries"]
         (tmp / "queries.json").write_text(json.dumps(queries))
-        _settle()
+        settle()
         load_before = os.getloadavg()
         server = Server(url, workers=plan["workers"], log=tmp / "gunicorn.log")
         key = {"Authorization": f"Bearer {setup['key']}"}
@@ -238,17 +239,6 @@ def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
         if db_name:
             pg.drop_database(db_name)
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _settle(*, below: float = 0.8, longest: float = 180.0) -> None:
-    """Wait (up to `longest` seconds) for the 1-minute load average to fall below `below`:
-    the previous database's concurrent clients, or its set-up, leave it high for a while."""
-    waited = 0.0
-    while os.getloadavg()[0] >= below and waited < longest:
-        time.sleep(5)
-        waited += 5
-    if waited:
-        print(f"waited {waited:.0f} s for the machine to settle", flush=True)
 
 
 def _band_counts(planned) -> dict:
