@@ -11,15 +11,17 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import cast
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import FilteredRelation, Q
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from memories.errors import InvalidInput, NotFound, ServiceError
 from memories.models import DEFAULT_TENANT_SLUG, ApiKey, ApiKeyScope, Tenant, User
+from memories.rows import columns, reader
 
 KEY_PREFIX = "mem_"
 EXTERNAL_ID_MAX_LENGTH = 255
@@ -145,22 +147,43 @@ def api_key_set_scopes(*, key: ApiKey, scopes: Iterable[str]) -> ApiKey:
     return key
 
 
-def _key_for(raw_key: str, *, external_id: str | None = None) -> ApiKey:
-    """The key, with `end_user` set when an external id is given and its tenant has a user
-    of that id (the attribute is absent otherwise). The user comes in the key's own query (a
-    join): the common request, a key acting for an end user that exists, reads the database
-    once to know who it is. The key's own account is read only when the key acts as itself
-    (a lazy second query)."""
-    keys = ApiKey.objects.select_related("tenant")
+# The place of the user's id among its columns (memories.rows.columns).
+_USER_ID_AT = User._meta.concrete_fields.index(User._meta.pk)
+
+
+def _key_for(raw_key: str, *, external_id: str | None = None) -> tuple[ApiKey, User | None]:
+    """The key with its tenant and, when an external id is given, that tenant's user of that
+    id (None when there is none), in one hand-written statement: every request starts here,
+    and the ORM took longer to build this query than the database to answer it. The key's
+    own account is read only when the key acts as itself (a lazy second query)."""
+    quote = connection.ops.quote_name
+    keys, tenants, users = (quote(m._meta.db_table) for m in (ApiKey, Tenant, User))
+    key_tenant = quote(ApiKey._meta.get_field("tenant").column)
+    user_tenant = quote(User._meta.get_field("tenant").column)
+    selected = f"{columns(ApiKey, 'k')}, {columns(Tenant, 't')}"
+    joined = f"{keys} k JOIN {tenants} t ON t.id = k.{key_tenant}"
+    params = []
     if external_id is not None:
-        keys = keys.annotate(
-            end_user=FilteredRelation(
-                "tenant__users", condition=Q(tenant__users__external_id=external_id)
-            )
-        ).select_related("end_user")
-    key = keys.filter(key_hash=_hash(raw_key)).first()
-    if key is None:
+        selected += f", {columns(User, 'u')}"
+        joined += f" LEFT JOIN {users} u ON u.{user_tenant} = t.id AND u.external_id = %s"
+        params.append(external_id)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {selected} FROM {joined} WHERE k.key_hash = %s", [*params, _hash(raw_key)]
+        )
+        row = cursor.fetchone()
+    if row is None:
         raise Unauthenticated("Unknown API key.")
+    tenant_starts = len(reader(ApiKey))
+    user_starts = tenant_starts + len(reader(Tenant))
+    key = cast(ApiKey, reader(ApiKey).read(row[:tenant_starts]))
+    key.tenant = cast(Tenant, reader(Tenant).read(row[tenant_starts:user_starts]))
+    end_user = None
+    user_values = row[user_starts:]
+    # The LEFT JOIN found no user when the user's columns, its id among them, are NULL.
+    if user_values and user_values[_USER_ID_AT] is not None:
+        end_user = cast(User, reader(User).read(user_values))
+        end_user.tenant = key.tenant
     if key.is_revoked:
         raise Unauthenticated("This API key was revoked.")
     now = timezone.now()
@@ -170,7 +193,7 @@ def _key_for(raw_key: str, *, external_id: str | None = None) -> ApiKey:
             Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION),
             id=key.id,
         ).update(last_used_at=now)
-    return key
+    return key, end_user
 
 
 def validate_external_id(raw: str) -> str:
@@ -276,7 +299,7 @@ def principal_for(
     if not credential:
         raise Unauthenticated("Give the API key after 'Bearer '.")
     acts_for = None if key_acts_as_itself else _valid_or_none(external_id)
-    key = _key_for(credential, external_id=acts_for)
+    key, end_user = _key_for(credential, external_id=acts_for)
     if key_acts_as_itself:
         return Principal(user=key.account, key=key)
     if external_id is None or external_id == "":
@@ -287,10 +310,8 @@ def principal_for(
             field="X-User-Id",
         )
     external_id = validate_external_id(external_id)
-    # Django sets a filtered relation's attribute only when the join found a row.
-    user = getattr(key, "end_user", None)
-    if user is not None:
-        user.tenant = key.tenant  # read with the key: no query when the user's tenant is read
+    if end_user is not None:
+        user = end_user
     elif not creates_user and settings.AUTO_PROVISION_USERS:
         user = unsaved_end_user(external_id=external_id, tenant=key.tenant)
     else:

@@ -1,7 +1,6 @@
 """The recall side effect: accesses counted on the memories recall returned."""
 
 from collections.abc import Iterable
-from typing import cast
 from uuid import UUID
 
 from django.db import connection
@@ -11,6 +10,7 @@ from memories.models import (
     Memory,
     Scope,
 )
+from memories.rows import columns, reader
 
 
 def memory_record_access(*, memory_ids: Iterable[UUID]) -> list[Memory]:
@@ -25,9 +25,6 @@ def memory_record_access(*, memory_ids: Iterable[UUID]) -> list[Memory]:
     if not ids:
         return []
     quote = connection.ops.quote_name
-    # A concrete field is one with a column (Field.concrete is `column is not None`), which
-    # the stubs cannot tell from the field's type.
-    columns = ", ".join(quote(cast(str, field.column)) for field in Memory._meta.concrete_fields)
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     # On PostgreSQL, when the UPDATE is a transaction of its own, its commit does not wait for
     # the WAL to reach the disk: a crash may lose the last fraction of a second of access
@@ -43,35 +40,15 @@ def memory_record_access(*, memory_ids: Iterable[UUID]) -> list[Memory]:
             f"UPDATE {quote(Memory._meta.db_table)} SET access_count = access_count + 1, "
             f"last_accessed_at = %s{asynchronous_commit} "
             f"WHERE id IN ({', '.join(['%s'] * len(ids))}) AND scope <> %s "
-            f"RETURNING {columns}",
+            f"RETURNING {columns(Memory)}",
             [now, *ids, Scope.PERSONA],
         )
         rows = cursor.fetchall()
-    memories = _memories_from_rows(rows)
+    read = reader(Memory).read
+    memories = [read(row) for row in rows]
     if len(memories) < len(ids):  # shared persona memories, or rows deleted meanwhile
         updated = {memory.id for memory in memories}
         memories += Memory.objects.filter(
             id__in=[memory_id for memory_id in memory_ids if memory_id not in updated]
         )
-    return memories
-
-
-def _memories_from_rows(rows) -> list[Memory]:
-    """Memory instances from rows of all concrete columns in field order, converted as the
-    ORM converts what it reads (a raw() queryset does the same with more set-up per call)."""
-    fields = Memory._meta.concrete_fields
-    converters = []
-    for i, field in enumerate(fields):
-        column = field.get_col(Memory._meta.db_table)
-        functions = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
-        if functions:
-            converters.append((i, column, functions))
-    names = [field.attname for field in fields]
-    memories = []
-    for row in rows:
-        values = list(row)
-        for i, column, functions in converters:
-            for convert in functions:
-                values[i] = convert(values[i], column, connection)
-        memories.append(Memory.from_db(connection.alias, names, values))
     return memories
