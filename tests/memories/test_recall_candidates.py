@@ -119,18 +119,25 @@ def test_a_word_most_memories_hold_does_not_make_the_keyword_half_rank_them_all(
     assert unbounded[:2] == bounded
 
 
-def test_common_words_are_looked_up_per_memory_not_by_scanning_their_postings(
-    postgresql, owner
-):
-    # Every memory holds the common words, so their postings are many; the lookup is asked
-    # about a few memories and must read those memories' postings alone.
+def indexed_notes(owner, maintenance: str) -> list[Memory]:
+    """3,000 memories that all hold the same common words, in the keyword index, with the
+    postings table's statistics (and with VACUUM its visibility map) brought up to date."""
     memories = Memory.objects.bulk_create(
         Memory(user=owner, key=f"note {i}", value=f"coffee tasting morning note {i}")
         for i in range(3000)
     )
     postings_add((memory, partition_of(memory)) for memory in memories)
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE memories_keywordposting")
+        cursor.execute(f"{maintenance} memories_keywordposting")
+    return memories
+
+
+def test_common_words_are_looked_up_per_memory_not_by_scanning_their_postings(
+    postgresql, owner
+):
+    # Every memory holds the common words, so their postings are many; the lookup is asked
+    # about a few memories and must read those memories' postings alone.
+    memories = indexed_notes(owner, "ANALYZE")
     terms = query_terms("coffee morning")
     partition_ids, _ = collection_of([partition_of(memories[0])], terms)
     wanted = [memory.id for memory in memories[:150]]
@@ -153,13 +160,7 @@ def test_keyword_lookups_read_the_index_pages_alone(transactional_db, owner):
     # table (once VACUUM has marked its pages all-visible, as autovacuum does).
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL only (SQLite's indexes have no INCLUDE)")
-    memories = Memory.objects.bulk_create(
-        Memory(user=owner, key=f"note {i}", value=f"coffee tasting morning note {i}")
-        for i in range(3000)
-    )
-    postings_add((memory, partition_of(memory)) for memory in memories)
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE memories_keywordposting")
+    memories = indexed_notes(owner, "VACUUM ANALYZE")
     terms = query_terms("tasting morning")
     partition_ids, _ = collection_of([partition_of(memories[0])], terms)
 
