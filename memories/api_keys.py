@@ -11,7 +11,6 @@ import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import cast
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -176,13 +175,13 @@ def _key_for(raw_key: str, *, external_id: str | None = None) -> tuple[ApiKey, U
         raise Unauthenticated("Unknown API key.")
     tenant_starts = len(reader(ApiKey))
     user_starts = tenant_starts + len(reader(Tenant))
-    key = cast(ApiKey, reader(ApiKey).read(row[:tenant_starts]))
-    key.tenant = cast(Tenant, reader(Tenant).read(row[tenant_starts:user_starts]))
+    key = reader(ApiKey).read(row[:tenant_starts])
+    key.tenant = reader(Tenant).read(row[tenant_starts:user_starts])
     end_user = None
     user_values = row[user_starts:]
     # The LEFT JOIN found no user when the user's columns, its id among them, are NULL.
     if user_values and user_values[_USER_ID_AT] is not None:
-        end_user = cast(User, reader(User).read(user_values))
+        end_user = reader(User).read(user_values)
         end_user.tenant = key.tenant
     if key.is_revoked:
         raise Unauthenticated("This API key was revoked.")

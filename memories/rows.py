@@ -6,10 +6,12 @@ round trip to the database (~0.5 ms against ~0.1), and these statements never ch
 that slice of a row into an instance, converted as the ORM converts what it reads."""
 
 import functools
-from typing import cast
+from typing import Generic, TypeVar, cast
 
 from django.db import connection
 from django.db.models import Model
+
+M = TypeVar("M", bound=Model)
 
 
 def columns(model: type[Model], alias: str = "") -> str:
@@ -23,10 +25,10 @@ def columns(model: type[Model], alias: str = "") -> str:
     )
 
 
-class RowReader:
+class RowReader(Generic[M]):
     """Reads instances of one model from `len(fields)` values of a row (see columns)."""
 
-    def __init__(self, model: type[Model]):
+    def __init__(self, model: type[M]):
         self.model = model
         self.fields = model._meta.concrete_fields
         self.names = [field.attname for field in self.fields]
@@ -42,7 +44,7 @@ class RowReader:
     def __len__(self) -> int:
         return len(self.fields)
 
-    def read(self, values) -> Model:
+    def read(self, values) -> M:
         values = list(values)
         for i, column, functions in self.converters:
             for convert in functions:
@@ -50,7 +52,7 @@ class RowReader:
         return self.model.from_db(connection.alias, self.names, values)
 
 
-def reader(model: type[Model]) -> RowReader:
+def reader(model: type[M]) -> RowReader[M]:
     """The model's reader for the database of this process (built once)."""
     return _reader(model, connection.vendor)
 
