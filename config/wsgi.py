@@ -1,11 +1,13 @@
 """The serving entry point, loaded by `manage.py runserver` (scripts/serve) and by each
 gunicorn worker: the model prepared before the first request (so /readyz is 200 once the
-server listens), the embedded worker and scheduler started when there is no broker, and MCP
-at /mcp beside Django."""
+server listens), the embedded worker and scheduler started when there is no broker, MCP at
+/mcp beside Django, and the garbage collector run between requests rather than in them."""
 
 import os
 
 from django.core.wsgi import get_wsgi_application
+
+from config.collect_between_requests import CollectBetweenRequests
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_application = get_wsgi_application()
@@ -19,4 +21,4 @@ from memories.startup import prepare_serving_process  # noqa: E402
 
 prepare_serving_process()
 embedded_start()
-application = CloseWhenBodyUnread(McpMount(django_application))
+application = CollectBetweenRequests(CloseWhenBodyUnread(McpMount(django_application)))
