@@ -15,6 +15,7 @@ runs; with one request at a time nobody waits for it."""
 
 import gc
 from collections.abc import Callable, Iterable
+from typing import Any
 
 # Python's own thresholds (gc.get_threshold() at start), applied at request ends.
 YOUNG_THRESHOLD = 700
@@ -49,7 +50,7 @@ class _ThenCollect:
     """The application's response; closing it closes that, lets it go, then collects."""
 
     def __init__(self, response: Iterable[bytes]) -> None:
-        self._response: Iterable[bytes] | None = response
+        self._response: Any = response
 
     def __iter__(self):
         assert self._response is not None, "iterated after close()"
