@@ -17,16 +17,14 @@ import gc
 from collections.abc import Callable, Iterable
 from typing import Any
 
-# Python's own thresholds (gc.get_threshold() at start), applied at request ends.
-YOUNG_THRESHOLD = 700
-MIDDLE_THRESHOLD = 10
-OLD_THRESHOLD = 10
+# Python's own thresholds ((700, 10, 10) in 3.11), applied at request ends.
+YOUNG_THRESHOLD, MIDDLE_THRESHOLD, OLD_THRESHOLD = gc.get_threshold()
 # Above the ~2,000 objects a search has alive at its peak, with room for larger pages.
 AUTOMATIC_YOUNG_THRESHOLD = 10_000
 
 
 def generation_due(counts: tuple[int, int, int]) -> int | None:
-    """The generation Python would collect at these gc.get_count() counts with its default
+    """The generation Python would collect at these gc.get_count() counts with its own
     thresholds, or None while none is due."""
     young, middle, old = counts
     if young < YOUNG_THRESHOLD:

@@ -380,5 +380,8 @@ if PROMETHEUS_MULTIPROC_DIR:
 # default: the stage names and times tell a caller how the service works inside; the
 # benchmark turns it on.
 SERVER_TIMING = env.bool("SERVER_TIMING", default=False)
+# Python's garbage collector runs between requests instead of pausing one in the middle
+# (config/collect_between_requests.py); off, it runs on Python's own schedule.
+GC_BETWEEN_REQUESTS = env.bool("GC_BETWEEN_REQUESTS", default=True)
 # Probes and scrapes that reach gunicorn directly over http are not redirected to https.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]

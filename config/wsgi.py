@@ -4,6 +4,7 @@ server listens), the embedded worker and scheduler started when there is no brok
 /mcp beside Django, and the garbage collector run between requests rather than in them."""
 
 import os
+from collections.abc import Callable
 
 from django.core.wsgi import get_wsgi_application
 
@@ -14,6 +15,8 @@ django_application = get_wsgi_application()
 
 # After django.setup() (above): these read settings and models, and log through Django's
 # logging configuration.
+from django.conf import settings  # noqa: E402
+
 from config.embedded import embedded_start  # noqa: E402
 from config.mcp_mount import McpMount  # noqa: E402
 from config.unread_body import CloseWhenBodyUnread  # noqa: E402
@@ -21,4 +24,6 @@ from memories.startup import prepare_serving_process  # noqa: E402
 
 prepare_serving_process()
 embedded_start()
-application = CollectBetweenRequests(CloseWhenBodyUnread(McpMount(django_application)))
+application: Callable = CloseWhenBodyUnread(McpMount(django_application))
+if settings.GC_BETWEEN_REQUESTS:
+    application = CollectBetweenRequests(application)

@@ -2,15 +2,24 @@
 the middle of an ordinary request (config/collect_between_requests.py)."""
 
 import gc
+import os
+import subprocess
+import sys
 import weakref
+from pathlib import Path
 
 import pytest
 
 from config.collect_between_requests import (
     AUTOMATIC_YOUNG_THRESHOLD,
+    MIDDLE_THRESHOLD,
+    OLD_THRESHOLD,
+    YOUNG_THRESHOLD,
     CollectBetweenRequests,
     generation_due,
 )
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
@@ -73,12 +82,12 @@ def serve(application) -> list[bytes]:
     ("counts", "generation"),
     [
         ((0, 0, 0), None),
-        ((699, 9, 9), None),
-        ((700, 0, 0), 0),
-        ((5000, 9, 9), 0),
-        ((700, 10, 0), 1),
-        ((700, 10, 9), 1),
-        ((700, 10, 10), 2),
+        ((YOUNG_THRESHOLD - 1, MIDDLE_THRESHOLD, OLD_THRESHOLD), None),
+        ((YOUNG_THRESHOLD, 0, 0), 0),
+        ((YOUNG_THRESHOLD * 5, MIDDLE_THRESHOLD - 1, OLD_THRESHOLD), 0),
+        ((YOUNG_THRESHOLD, MIDDLE_THRESHOLD, 0), 1),
+        ((YOUNG_THRESHOLD, MIDDLE_THRESHOLD, OLD_THRESHOLD - 1), 1),
+        ((YOUNG_THRESHOLD, MIDDLE_THRESHOLD, OLD_THRESHOLD), 2),
     ],
 )
 def test_the_generation_due_is_the_one_python_would_collect(counts, generation):
@@ -158,7 +167,7 @@ def test_an_ordinary_request_is_not_paused_by_a_collection():
 
 def test_with_pythons_own_threshold_the_same_requests_are_paused():
     middleware = search_like_application()
-    gc.set_threshold(700, 10, 10)
+    gc.set_threshold(YOUNG_THRESHOLD, MIDDLE_THRESHOLD, OLD_THRESHOLD)
 
     collections = collections_of_requests(middleware, 5)
 
@@ -174,3 +183,39 @@ def test_a_file_wrapper_is_passed_to_the_server_as_it_is():
     middleware = CollectBetweenRequests(lambda environ, start_response: wrapped)
 
     assert middleware({"wsgi.file_wrapper": FileWrapper}, lambda *_: None) is wrapped
+
+
+@pytest.mark.parametrize(
+    ("setting", "outermost", "threshold"),
+    [
+        ("true", "CollectBetweenRequests", AUTOMATIC_YOUNG_THRESHOLD),
+        ("false", "CloseWhenBodyUnread", 700),
+    ],
+)
+def test_the_served_application_collects_between_requests_unless_turned_off(
+    tmp_path, setting, outermost, threshold
+):
+    """config.wsgi as gunicorn and runserver load it, in a process of its own."""
+    environment = {
+        **{k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"},
+        "SECRET_KEY": "test",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'wsgi.sqlite3'}",
+        "GC_BETWEEN_REQUESTS": setting,
+        "LOG_LEVEL": "WARNING",
+    }
+    program = (
+        "import gc, config.wsgi as served; "
+        "print('served:', type(served.application).__name__, gc.get_threshold()[0])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 0, done.stderr
+    served = next(line for line in done.stdout.splitlines() if line.startswith("served:"))
+    assert served == f"served: {outermost} {threshold}"
