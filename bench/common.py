@@ -64,6 +64,15 @@ def embedder_description() -> str:
     return f"{embedder_model_name()} (EMBEDDING_LOCAL_MODEL={model}, EMBEDDER_RUNTIME={runtime})"
 
 
+def gc_between_requests() -> bool:
+    """Whether the served processes collect garbage between requests (GC_BETWEEN_REQUESTS,
+    passed on to gunicorn from this environment; true unless set otherwise)."""
+    import environ
+
+    value = os.environ.get("GC_BETWEEN_REQUESTS", "true").strip().lower()
+    return value in environ.Env.BOOLEAN_TRUE_STRINGS
+
+
 def read_synthetic_noises() -> dict:
     """The synthetic memories' noise per embedder, as `python -m bench calibrate` wrote it
     (bench/synthetic_noise.py)."""

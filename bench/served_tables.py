@@ -52,6 +52,8 @@ def markdown(results: dict) -> str:
             + "; ".join(loads)
             + ".",
         ]
+    if results["meta"].get("gc_between_requests") is False:
+        lines += ["", "Served with GC_BETWEEN_REQUESTS=false (Python's own collection schedule)."]
     lines += [
         "",
         f"| database | {plan['clients']} clients: searches/s, p50 / p95 | POST /api/memories "

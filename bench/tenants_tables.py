@@ -17,7 +17,13 @@ def _mark(met: bool) -> str:
 def markdown(results: dict) -> str:
     meta = results["meta"]
     lines = [
-        f"Embedder: {meta['embedder']}." + (" Quick run, provisional." if meta["quick"] else ""),
+        f"Embedder: {meta['embedder']}."
+        + (" Quick run, provisional." if meta["quick"] else "")
+        + (
+            " Served with GC_BETWEEN_REQUESTS=false."
+            if meta.get("gc_between_requests") is False
+            else ""
+        ),
         "",
         "| database | memories / users | band: users, memories | searches by | "
         "HTTP search p50 / p95 ms | found of exact top 50 (lowest) |",
