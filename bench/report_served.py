@@ -63,14 +63,18 @@ def served_history_section(found: list) -> list[str]:
     out = [
         "### Served over HTTP across commits",
         "",
-        "| code | date | database | HTTP search p50 / p95 ms | 8 clients, searches/s | "
+        "The sessions' machines differ in their processors (the CPU column): compare runs "
+        "on the same one.",
+        "",
+        "| code | date | CPU | database | HTTP search p50 / p95 ms | 8 clients, searches/s | "
         "batch ingest, memories/s |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for date, name, data in runs:
+        cpu = data["meta"].get("machine", {}).get("cpu", "–")
         for database, run in data["served"].items():
             out.append(
-                f"| {data['meta']['git']} (`{name}`) | {date[:16]} | {database} | "
+                f"| {data['meta']['git']} (`{name}`) | {date[:16]} | {cpu} | {database} | "
                 f"{pct(run['search']['http'])} | {run['concurrent']['searches_per_s']:.1f} | "
                 f"{run['batch']['memories_per_s']:.0f} |"
             )

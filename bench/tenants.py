@@ -28,6 +28,7 @@ timings on a shared 2-core machine are only as good as the machine is idle."""
 
 import argparse
 import datetime as dt
+import functools
 import http.client
 import itertools
 import json
@@ -57,6 +58,9 @@ from bench.tenants_plan import BANDS, PlannedUser, searchers, user_sizes
 
 # Untimed searches per timed search of a band, by the same users with other texts.
 WARM_UP_ROUNDS = 3
+# A PostgreSQL backend hands its block counts to pg_stat_database within 10 s of going idle
+# (PGSTAT_IDLE_INTERVAL); the counts are read this long after a band's searches end.
+STATS_FLUSH_SECONDS = 11
 EXACT_PER_BAND = 40
 SWEEP_QUERIES = 40
 SIZES = {"postgresql": (1_000_000, 10_000), "sqlite": (100_000, 1_000)}
@@ -204,9 +208,12 @@ def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
             "search": {},
             "found_of_exact": {},
         }
+        blocks = None
+        if not url.startswith("sqlite"):
+            blocks = functools.partial(timer.ask, {"blocks": True})
         for band, _, _ in BANDS:
             users = searchers(planned, plan["queries"], band=band, seed=len(band))
-            out["search"][band] = _timed_searches(server.port, key, users, queries)
+            out["search"][band] = _timed_searches(server.port, key, users, queries, blocks=blocks)
             picks = [
                 [user.external_id, (i * 7) % len(queries)]
                 for i, user in enumerate(users[:EXACT_PER_BAND])
@@ -283,33 +290,54 @@ def warm_up_picks(
     return [(user, next(texts[user])) for _ in range(rounds) for user, _ in picks]
 
 
-def _timed_searches(port: int, key: dict, users, queries: list[str]) -> dict:
+def _timed_searches(port: int, key: dict, users, queries: list[str], *, blocks=None) -> dict:
     """One band's searches, one at a time: latency, and where the time went (each answer's
-    Server-Timing stages, bench.served_client.breakdown)."""
+    Server-Timing stages, bench.served_client.breakdown). Then the same searches once more
+    (`again`): what a search costs once its pages are in memory. `blocks()` gives the
+    database's block counts (PostgreSQL: read from outside shared_buffers, and hit), so the
+    timed searches' reads per search are reported beside their timings."""
     from bench.metrics import latency_summary
     from bench.served_client import breakdown, exchange, search_path
 
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def search(user: str, index: int) -> tuple[float, dict]:
+        started = time.perf_counter()
+        _, timings = exchange(
+            connection, "GET", search_path(queries[index]), {**key, "X-User-Id": user}
+        )
+        return time.perf_counter() - started, timings
+
     picks = timed_picks(users, queries)
-    warm_up = []
-    for user, index in warm_up_picks(picks, queries, WARM_UP_ROUNDS):
-        started = time.perf_counter()
-        exchange(connection, "GET", search_path(queries[index]), {**key, "X-User-Id": user})
-        warm_up.append(time.perf_counter() - started)
-    seconds, stages = [], []
-    for user, index in picks:
-        headers = {**key, "X-User-Id": user}
-        started = time.perf_counter()
-        _, timings = exchange(connection, "GET", search_path(queries[index]), headers)
-        seconds.append(time.perf_counter() - started)
-        stages.append(timings)
+    warm_up = [
+        search(user, index)[0] for user, index in warm_up_picks(picks, queries, WARM_UP_ROUNDS)
+    ]
+    counts_before = _block_counts(blocks)
+    timed = [search(user, index) for user, index in picks]
+    counts_after = _block_counts(blocks)
+    again = [search(user, index)[0] for user, index in picks]
     connection.close()
+    seconds = [elapsed for elapsed, _ in timed]
     summary = latency_summary(seconds)
     # The first searches of these users since the server started: pages read from disk.
     summary["warm_up"] = {"rounds": WARM_UP_ROUNDS, **latency_summary(warm_up)}
+    summary["again"] = latency_summary(again)
+    if counts_before and counts_after:
+        summary["blocks_per_search"] = {
+            kind: round((counts_after[kind] - counts_before[kind]) / len(picks), 1)
+            for kind in ("read", "hit")
+        }
     summary["memories_of_searchers_mean"] = round(sum(u.memories for u in users) / len(users))
-    summary["breakdown"] = breakdown(seconds, stages)
+    summary["breakdown"] = breakdown(seconds, [timings for _, timings in timed])
     return summary
+
+
+def _block_counts(blocks) -> dict | None:
+    """The database's block counts once the server's backends have reported theirs."""
+    if blocks is None:
+        return None
+    time.sleep(STATS_FLUSH_SECONDS)
+    return blocks()
 
 
 if __name__ == "__main__":

@@ -129,7 +129,9 @@ def timer_main(argv: list[str]) -> None:
     {"exact": [[external_id, query index], ...]} -> shares of the exact nearest found;
     {"sweep": [[external_id, query index], ...]} -> per ef_search, share found and KNN time;
     {"database": true} -> the database as timed (its settings and size, after the migrations
-    this process ran: a prepared database may have been loaded by older code)."""
+    this process ran: a prepared database may have been loaded by older code);
+    {"blocks": true} -> PostgreSQL: the database's blocks read from outside shared_buffers
+    and found in them so far ({"read": n, "hit": n}); SQLite: null."""
     parser = argparse.ArgumentParser(prog="python -m bench.tenants timer")
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--queries", required=True)
@@ -151,9 +153,22 @@ def timer_main(argv: list[str]) -> None:
             answer = [_found_share(user, vectors[index]) for user, index in request["exact"]]
         elif "database" in request:
             answer = {**dj.database_info(), "bytes": _database_bytes(connection)}
+        elif "blocks" in request:
+            answer = _block_counts(connection)
         else:
             answer = _sweep([(user, vectors[index]) for user, index in request["sweep"]])
         print(json.dumps(answer), flush=True)
+
+
+def _block_counts(connection) -> dict | None:
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT blks_read, blks_hit FROM pg_stat_database WHERE datname = current_database()"
+        )
+        read, hit = cursor.fetchone()
+    return {"read": int(read), "hit": int(hit)}
 
 
 def _nearest(external_id: str, vector, *, exact: bool) -> list:

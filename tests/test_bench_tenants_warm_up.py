@@ -5,7 +5,7 @@ beside the timings."""
 from types import SimpleNamespace
 
 from bench.tenants import timed_picks, warm_up_picks
-from bench.tenants_tables import _warm_up_table
+from bench.tenants_tables import _again_table, _warm_up_table
 
 
 def test_warm_up_searches_are_by_the_timed_users_with_texts_they_are_not_timed_with():
@@ -41,3 +41,22 @@ def test_the_warm_up_is_tabled_only_for_runs_that_had_one():
     assert "| postgresql | 30.0 / 90.0 |" in lines
     assert any("3 times as often" in line for line in lines)
     assert _warm_up_table(without) == []
+
+
+def test_the_second_pass_and_blocks_read_are_tabled_per_band_when_measured():
+    band = {"p50_ms": 20.0, "p95_ms": 36.0, "again": {"p50_ms": 18.0, "p95_ms": 22.0}}
+    results = {
+        "tenants": {
+            "postgresql": {
+                "search": {"heavy": {**band, "blocks_per_search": {"read": 12.5, "hit": 900.0}}}
+            },
+            "sqlite": {"search": {"heavy": band}},
+        }
+    }
+    older = {"tenants": {"postgresql": {"search": {"heavy": {"p50_ms": 1.0}}}}}
+
+    lines = _again_table(results)
+
+    assert "| postgresql | heavy | 20.0 / 36.0 | 18.0 / 22.0 | 12.5, 900 |" in lines
+    assert "| sqlite | heavy | 20.0 / 36.0 | 18.0 / 22.0 | – |" in lines
+    assert _again_table(older) == []
