@@ -14,7 +14,8 @@ def served_section(name: str, data: dict) -> list[str]:
         "",
         served_tables(data),
         "",
-        "Measured on the way (same machine, 100,000 vectors of 384 floats, one partition):",
+        "Measured on the way (100,000 vectors of 384 floats, one partition; the AMD EPYC "
+        "machines of the earlier sessions unless said):",
         "",
         "- sqlite-vec's exact scan took ~57 ms (float, cosine or L2), ~85 ms with an int8 "
         "column and ~22 ms with a bit column (which kept only 0.89 of the exact top 50 at 16x "
@@ -23,7 +24,10 @@ def served_section(name: str, data: dict) -> list[str]:
         "20,000 vectors; from there its 8-bit copy (int8, centred and scaled per dimension, "
         "ONNX Runtime's MatMulInteger) picks 1,000 candidates in a quarter of the bytes, "
         "scored exactly after (~8 ms against ~27 for the float product at 100,000 with the "
-        "machine loaded).",
+        "machine loaded). On this session's Intel Xeon (AMX) the same 8-bit product took "
+        "11.8 ms, as long as the float one (11 ms on one thread): ONNX Runtime packs the right "
+        "operand on every call, and the rows were on the right. With the rows on the left "
+        "(unsigned, value + 128) and the query on the right, 2.4 ms (code 2001528).",
         "- PostgreSQL's `shared_buffers`: the benchmark's server gets a quarter of the "
         "machine's memory (bench/pg.py; the results file records it), as docs/operations.md "
         "advises. At initdb's 128 MB neither the graph nor the vectors of 100,000 memories "
@@ -34,6 +38,15 @@ def served_section(name: str, data: dict) -> list[str]:
         "- The query embedded on another thread beside the keyword search (PostgreSQL, "
         "through gunicorn, two runs each way): the keyword search slowed from 0.65 to 3.8 ms "
         "p50 as much as the overlap saved, HTTP p50 20.6-21.4 vs 20.2-21.9 ms; not kept.",
+        "- Python's garbage collector between requests (GC_BETWEEN_REQUESTS, on by default) "
+        "against Python's own schedule (off), PostgreSQL, through gunicorn, two runs each way "
+        "on this session's Intel Xeon (code db92aee): HTTP p50 / p95 21.0 / 27.1 and "
+        "20.4 / 26.9 ms on, 19.6 / 26.0 and 21.2 / 27.6 ms off; 8 clients 89.4 and 92.7/s on, "
+        "93.9 and 86.8/s off (bench/results/served-db92aee.json and "
+        "repeats/served-db92aee-gc-*.json). No difference beyond the spread between runs: "
+        "the pauses it moves out of requests (in process: a young collection in most "
+        "searches, ~0.5 ms, a middle one in 1 of 15, 3.5-5 ms) are smaller than what "
+        "varies between runs here.",
         "- int8 weights, per-channel dynamic quantisation of the weight matrices: 2.5 times "
         "the float model's throughput on one thread; in a shared batch a text's vector moved "
         "with its neighbours (cosine down to 0.988, activations are scaled per call), so each "

@@ -3,12 +3,13 @@
 By default the collector runs whenever 700 more container objects are alive than at its last
 run: a search allocates some 2,000, so most searches were paused by a young collection
 (~0.5 ms) and one in 15 by a middle one (3.5-5 ms, with the objects of the last few requests
-to walk), which is where the p95 lies (docs/benchmarks.md). Here the automatic threshold is
-raised above what an ordinary request allocates, and the same schedule as Python's is kept
-at each request's end instead: after the answer has been sent and the response let go, so
-that what the request built has been freed by reference counting and the collector walks
-only what outlived it (cycles, caches). A request that builds far more (an export, a big
-batch) still triggers collections as it goes.
+to walk), measured in process. Served through gunicorn, the HTTP p95 did not move beyond the
+spread between runs either way (docs/benchmarks.md); the pauses are out of the requests all
+the same. Here the automatic threshold is raised above what an ordinary request allocates,
+and the same schedule as Python's is kept at each request's end instead: after the answer
+has been sent and the response let go, so that what the request built has been freed by
+reference counting and the collector walks only what outlived it (cycles, caches). A
+request that builds far more (an export, a big batch) still triggers collections as it goes.
 
 The collection after one request still pauses the other threads of its process while it
 runs; with one request at a time nobody waits for it."""
