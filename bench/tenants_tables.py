@@ -85,14 +85,19 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
+def _runs_with(results: dict, part: str) -> list[tuple[str, dict]]:
+    """(database, run) of the runs whose every band has `part` (older runs lack newer parts)."""
+    return [
+        (database, run)
+        for database, run in results["tenants"].items()
+        if all(part in search for search in run["search"].values())
+    ]
+
+
 def _warm_up_table(results: dict) -> list[str]:
     """The untimed searches before each band's timed ones (bench/tenants.py, warm_up_picks):
     the first searches of those users since the server started. Older runs had none."""
-    runs = [
-        (database, run)
-        for database, run in results["tenants"].items()
-        if all("warm_up" in search for search in run["search"].values())
-    ]
+    runs = _runs_with(results, "warm_up")
     if not runs:
         return []
     bands = list(runs[0][1]["search"])
@@ -117,11 +122,7 @@ def _again_table(results: dict) -> list[str]:
     """Each band's timed searches made once more right after (bench/tenants.py), with the
     blocks the timed ones read from outside PostgreSQL's shared_buffers. Older runs had
     neither."""
-    runs = [
-        (database, run)
-        for database, run in results["tenants"].items()
-        if all("again" in search for search in run["search"].values())
-    ]
+    runs = _runs_with(results, "again")
     if not runs:
         return []
     lines = [
