@@ -1,7 +1,7 @@
-"""`python -m bench run|quality|latency|sweep|vague|report`: runs each part on each database in
-a worker process of its own (throwaway SQLite file; fresh database on a pgserver PostgreSQL),
-collects the JSON, writes bench/results/<name>.json and docs/benchmarks.md (not for vague,
-which prints its table instead)."""
+"""`python -m bench run|quality|latency|sweep|vague|tune|graphs|report`: runs each part on each
+database in a worker process of its own (throwaway SQLite file; fresh database on a pgserver
+PostgreSQL), collects the JSON, writes bench/results/<name>.json and docs/benchmarks.md (not
+for vague, which prints its table instead). graphs runs on PostgreSQL alone (bench/graphs.py)."""
 
 import argparse
 import datetime as dt
@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument(
-        "part", choices=["run", "quality", "latency", "sweep", "vague", "tune", "report"]
+        "part",
+        choices=["run", "quality", "latency", "sweep", "vague", "tune", "graphs", "report"],
     )
     parser.add_argument("--data", help="LOCOMO dev JSON (not in the repository; CC BY-NC 4.0)")
     parser.add_argument("--db", default=",".join(DATABASES), help="sqlite,postgresql")
@@ -153,6 +154,10 @@ def main(argv: list[str] | None = None) -> None:
     for database in databases:
         if database not in DATABASES:
             parser.error(f"unknown database {database!r}")
+    if args.part == "graphs":
+        if "postgresql" not in databases:
+            parser.error("graphs times PostgreSQL's HNSW graphs: --db postgresql")
+        databases = ["postgresql"]
 
     started = time.perf_counter()
     results: dict = {
@@ -180,6 +185,14 @@ def main(argv: list[str] | None = None) -> None:
                 extra += ["--data", str(Path(args.data).resolve())]
                 if part == "quality":
                     extra += ["--sweep", args.sweep]
+            if part == "graphs":
+                size = args.sizes or ("3000" if args.quick else "100000")
+                extra += [
+                    "--sizes",
+                    size,
+                    "--queries",
+                    str(args.queries or (30 if args.quick else 400)),
+                ]
             if part == "latency":
                 sizes = args.sizes or ("1000,5000" if args.quick else "10000,100000")
                 queries = args.queries or (30 if args.quick else 200)

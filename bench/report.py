@@ -5,6 +5,7 @@ import json
 
 from bench.common import DOCS, RESULTS, ROOT
 from bench.report_cells import cell, newest_result, pct
+from bench.report_graphs import graphs_section
 from bench.report_latency import MODES, latency_history_section, latency_section
 from bench.report_quality import (
     METHODS,
@@ -51,6 +52,9 @@ def markdown(found: list) -> str:
     tenants = newest_result(found, "tenants")
     if tenants:
         out += tenants_section(*tenants)
+    graphs = newest_result(found, "graphs")
+    if graphs:
+        out += graphs_section(*graphs)
     return "\n".join(out).rstrip() + "\n"
 
 

@@ -9,7 +9,7 @@ import time
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench worker")
-    parser.add_argument("task", choices=["quality", "latency", "sweep", "vague", "tune"])
+    parser.add_argument("task", choices=["quality", "latency", "sweep", "vague", "tune", "graphs"])
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--data")
@@ -44,6 +44,11 @@ def main(argv: list[str]) -> None:
             with open(args.configs) as f:
                 configs = json.load(f)
         result = tune.run(data=args.data, configs=configs, quick=args.quick)
+    elif args.task == "graphs":
+        from bench import graphs
+
+        size = int(args.sizes.split(",")[-1])
+        result = graphs.run(memories=size, queries=args.queries)
     elif args.task == "vague":
         from bench import vague
 

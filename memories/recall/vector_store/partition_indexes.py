@@ -82,7 +82,16 @@ def partition_index_plan(
     return plan
 
 
-def create_partition_index_sql(partition: str, dimensions: int, *, concurrently: bool) -> str:
+def create_partition_index_sql(
+    partition: str,
+    dimensions: int,
+    *,
+    concurrently: bool,
+    m: int = GRAPH_M,
+    ef_construction: int = GRAPH_EF_CONSTRUCTION,
+) -> str:
+    """The graph's build; m and ef_construction are the service's own unless a benchmark
+    compares others (bench/graphs.py)."""
     d = int(dimensions)
     statement = psql.SQL(
         "CREATE INDEX {how} IF NOT EXISTS {name} ON {table} USING hnsw "
@@ -93,8 +102,8 @@ def create_partition_index_sql(partition: str, dimensions: int, *, concurrently:
         name=psql.Identifier(partition_index_name(partition, d)),
         table=psql.Identifier(TABLE),
         d=psql.Literal(d),
-        m=psql.Literal(GRAPH_M),
-        efc=psql.Literal(GRAPH_EF_CONSTRUCTION),
+        m=psql.Literal(int(m)),
+        efc=psql.Literal(int(ef_construction)),
         p=psql.Literal(partition),
     )
     connection.ensure_connection()
