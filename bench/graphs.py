@@ -58,6 +58,7 @@ def time_builds(
     from bench import bulk
     from memories.models import Scope, User
     from memories.recall.vector_store import partition_key
+    from memories.recall.vector_store.partition_indexes import GRAPH_EF_CONSTRUCTION, GRAPH_M
 
     if connection.vendor != "postgresql":
         raise SystemExit("bench graphs times PostgreSQL's HNSW graphs: run it with --db postgresql")
@@ -79,6 +80,11 @@ def time_builds(
     without_graph, written = _writes(user, *extra, model=model)
     _delete(written)
     result = {
+        "service_build": {
+            "m": GRAPH_M,
+            "ef_construction": GRAPH_EF_CONSTRUCTION,
+            "ef_search": settings.RECALL_HNSW_EF_SEARCH,
+        },
         "memories": memories,
         "queries": len(query_vectors),
         "k": k,

@@ -10,10 +10,14 @@ from bench import graphs
 from bench.report_graphs import graphs_section
 from bench.synthetic import Corpus
 from memories.models import Memory
-from memories.recall.vector_store.partition_indexes import is_partition_index_name
+from memories.recall.vector_store.partition_indexes import (
+    GRAPH_EF_CONSTRUCTION,
+    GRAPH_M,
+    is_partition_index_name,
+)
 from tests.test_bench_synthetic_noise import word_vectors_in_a_cone
 
-MEMORIES = 400
+MEMORIES = 2000
 BUILDS = ((16, 32), (8, 16))
 
 
@@ -61,7 +65,7 @@ def test_each_build_is_timed_and_the_partition_left_as_it_was():
         for search in build["searches"]:
             assert 0 <= search["lowest"] <= search["found"] <= 1
             assert search["knn_p50_ms"] > 0
-        # 400 vectors walked with ef_search 40 and the iterative scan: nearly all found.
+        # 2,000 vectors walked with ef_search 40 and the iterative scan: nearly all found.
         assert build["searches"][0]["found"] >= 0.9, build
     # The writes were deleted and no graph was left behind; ef_search is the service's again.
     assert Memory.objects.filter(user__username="bench-graphs").count() == MEMORIES
@@ -82,6 +86,10 @@ def test_each_build_is_timed_and_the_partition_left_as_it_was():
     )
     assert "| 16 | 32 |" in section and "| 8 | 16 |" in section
     assert "ef_search 10: found (lowest)" in section
+    assert (
+        f"m {GRAPH_M}, ef_construction {GRAPH_EF_CONSTRUCTION}, searched at ef_search "
+        f"{settings.RECALL_HNSW_EF_SEARCH}" in section
+    )
 
 
 def test_the_writes_follow_the_partition_in_the_items():
