@@ -33,8 +33,11 @@ NAME_PREFIX = "memory_embedding_hnsw_"
 # dimensionality four times real text's), pgvector's defaults (m 16, ef_construction 64)
 # found 0.58 of a heavy user's exact nearest 50 at ef_search 40, m 32 / ef_construction 200
 # 0.81 at the same search time, for a build some 3 times as long (38 s for 20,000 vectors on
-# one core). On memories calibrated to real text (bench/synthetic_noise.py) m 32 finds 0.98;
-# the defaults were not measured there. docs/benchmarks.md, "Many users".
+# one core). On memories calibrated to real text (bench/synthetic_noise.py), `bench graphs`
+# at 100,000 memories: m 32 / ef_construction 200 finds 0.985, 100 finds 0.981, 64 0.977,
+# m 16 / 64 0.959; the price is every write's insert into the graph, ~12 ms of a core per
+# memory at 200 against 10 at 100 and 7 at 64 (docs/benchmarks.md, "A heavy user's HNSW
+# graph"). Recall is every turn, a write once: the build stays the one that finds most.
 GRAPH_M = 32
 GRAPH_EF_CONSTRUCTION = 200
 # Any number fits: one sync at a time per database (two would race on the index names).
