@@ -9,11 +9,13 @@ from django.db import connection
 from bench import graphs
 from bench.report_graphs import graphs_section
 from bench.synthetic import Corpus
-from memories.models import Memory
+from memories.models import Memory, Scope, User
+from memories.recall.vector_store import partition_key
 from memories.recall.vector_store.partition_indexes import (
     GRAPH_EF_CONSTRUCTION,
     GRAPH_M,
     is_partition_index_name,
+    partition_index_name,
 )
 from tests.test_bench_synthetic_noise import word_vectors_in_a_cone
 
@@ -43,9 +45,13 @@ def _time(items, vectors, queries):
 
 
 def _graphs_left() -> list[str]:
+    """The graphs of the benchmark's partition still there (other tests' may exist)."""
+    user = User.objects.get(username="bench-graphs")
+    partition = partition_key(scope=Scope.USER, user_id=user.id)
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename LIKE 'memories_%%'")
-        return [name for (name,) in cursor.fetchall() if is_partition_index_name(name)]
+        names = [name for (name,) in cursor.fetchall() if is_partition_index_name(name)]
+    return [name for name in names if name == partition_index_name(partition, 384)]
 
 
 @pytest.mark.django_db(transaction=True)
