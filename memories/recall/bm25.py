@@ -16,7 +16,8 @@ import heapq
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+from uuid import UUID
 
 K1 = 1.2
 B = 0.75
@@ -106,5 +107,12 @@ def rank(
 ) -> list[KeywordHit[Hashable]]:
     """The k best of the found memories, best first (ties by id)."""
     found = scores(terms=terms, postings=postings, collection=collection)
-    best = heapq.nsmallest(k, found.items(), key=lambda item: (-item[1][0], item[0]))
+    best = heapq.nsmallest(k, found.items(), key=lambda item: (-item[1][0], tie_key(item[0])))
     return [KeywordHit(memory_id, score, evidence) for memory_id, (score, evidence) in best]
+
+
+def tie_key(memory_id: Hashable) -> Any:
+    """What orders memories of equal score: the id, as its integer when it is a UUID (the
+    same order). Memories often tie (the same words in texts of the same length), and a UUID
+    compares in Python code: a medium user's keyword search spent a third of its time there."""
+    return memory_id.int if isinstance(memory_id, UUID) else memory_id

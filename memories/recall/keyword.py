@@ -86,7 +86,7 @@ class KeywordIndex:
             # Past COMMON_WORD_LOOKUPS of them, only the best by the rare words are completed:
             # each costs an index lookup, and the rare words have already ranked them.
             reachable = heapq.nsmallest(
-                COMMON_WORD_LOOKUPS, reachable, key=lambda m: (-partial[m][0], m)
+                COMMON_WORD_LOOKUPS, reachable, key=lambda m: (-partial[m][0], bm25.tie_key(m))
             )
             found = {memory_id: found[memory_id] for memory_id in reachable}
         if common and found:

@@ -172,3 +172,19 @@ def test_the_budget_keeps_the_rarest_words_whose_memories_fit():
     # A caller within the budget looks every word up; words nobody holds are never looked up.
     small = bm25.Collection(memories=50, words=200, term_memories={"coffe": 40})
     assert bm25.terms_within_budget(["coffe", "zanzibar"], small, 100) == ["coffe"]
+
+
+def test_memories_of_equal_score_rank_by_id_whatever_the_id_type():
+    """Ties go by id in UUID order, whether the database returned UUIDs (PostgreSQL) or hex
+    strings (SQLite): the two stores rank alike."""
+    import uuid
+
+    ids = [uuid.UUID(int=n) for n in (7, 300, 2**100, 5, 2**127 + 1, 42)]
+    postings = {memory_id: {"porto": (1, 4)} for memory_id in ids}
+    collection = bm25.Collection(memories=20, words=80, term_memories={"porto": 6})
+    by_uuid = bm25.rank(terms=["porto"], postings=postings, collection=collection, k=4)
+    assert [hit.memory_id for hit in by_uuid] == sorted(ids)[:4]
+    as_hex = {memory_id.hex: held for memory_id, held in postings.items()}
+    by_hex = bm25.rank(terms=["porto"], postings=as_hex, collection=collection, k=4)
+    assert [hit.memory_id for hit in by_hex] == [memory_id.hex for memory_id in sorted(ids)[:4]]
+    assert [hit.score for hit in by_hex] == [hit.score for hit in by_uuid]
