@@ -79,17 +79,7 @@ def _insert(user: User, items: list[tuple[str, str]], vectors: np.ndarray, *, mo
     for start in range(0, len(items), CHUNK):
         chunk = items[start : start + CHUNK]
         chunk_vectors = vectors[start : start + CHUNK]
-        memories = [
-            Memory(
-                scope=Scope.USER,
-                user=user,
-                key=key,
-                value=value,
-                source=Source.CONVERSATION,
-                status=Status.ACTIVE,
-            )
-            for key, value in chunk
-        ]
+        memories = user_memories(user, chunk)
         with transaction.atomic():
             Memory.objects.bulk_create(memories, batch_size=1000)
             if connection.vendor == "postgresql":
@@ -98,6 +88,21 @@ def _insert(user: User, items: list[tuple[str, str]], vectors: np.ndarray, *, mo
                 pairs = list(zip(memories, chunk_vectors, strict=True))
                 get_vector_store().save_many(items=pairs, model=model)
             get_keyword_index().save_new(memories=memories)
+
+
+def user_memories(user: User, items: list[tuple[str, str]]) -> list[Memory]:
+    """Unsaved active user-scope memories of these (key, value) pairs, as a conversation's."""
+    return [
+        Memory(
+            scope=Scope.USER,
+            user=user,
+            key=key,
+            value=value,
+            source=Source.CONVERSATION,
+            status=Status.ACTIVE,
+        )
+        for key, value in items
+    ]
 
 
 def _pg_embeddings(memories, vectors, *, partition, model):

@@ -160,24 +160,15 @@ def _writes(user, items, vectors, *, model: str) -> tuple[dict, list]:
     times, and the ids written."""
     from django.db import transaction
 
+    from bench import bulk
     from bench.metrics import latency_summary
-    from memories.models import Memory, Scope, Source, Status
+    from memories.models import Memory
     from memories.recall.keyword import get_keyword_index
     from memories.recall.vector_store import get_vector_store
 
     seconds, written = [], []
     for start in range(0, WRITE_BATCH * WRITE_BATCHES, WRITE_BATCH):
-        memories = [
-            Memory(
-                scope=Scope.USER,
-                user=user,
-                key=key,
-                value=value,
-                source=Source.CONVERSATION,
-                status=Status.ACTIVE,
-            )
-            for key, value in items[start : start + WRITE_BATCH]
-        ]
+        memories = bulk.user_memories(user, items[start : start + WRITE_BATCH])
         batch = vectors[start : start + WRITE_BATCH]
         begun = time.perf_counter()
         with transaction.atomic():
