@@ -1,6 +1,7 @@
 """The tables of `python -m bench served --tenants` results (bench/tenants.py): what it prints
 and what bench/report.py puts in docs/benchmarks.md."""
 
+from bench.cpu import cpu_table
 from bench.report_cells import meta_lines, pct
 from bench.served_tables import OUTSIDE_STAGES, SEARCH_STAGES
 
@@ -63,6 +64,19 @@ def markdown(results: dict) -> str:
             f"{run['bytes_per_million_memories'] / 1e9:.2f} GB | "
             f"{run['loadavg_before'][0]:.2f}, {run['loadavg_after'][0]:.2f} |"
         )
+    cpu = cpu_table(
+        [
+            (
+                database,
+                f"{run['concurrent']['clients']} clients searching",
+                "search",
+                run["concurrent"].get("cpu"),
+            )
+            for database, run in results["tenants"].items()
+        ]
+    )
+    if cpu:
+        lines += ["", *cpu]
     for database, run in results["tenants"].items():
         lines += _band_breakdown(database, run)
     sweeps = [(db, run["heavy_ef_search_sweep"]) for db, run in results["tenants"].items()]
