@@ -169,15 +169,21 @@ def post_creates(port, headers, items) -> dict:
     from bench.metrics import latency_summary
 
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    seconds = []
+    seconds, stages = [], []
     for i, (key, value) in enumerate(items):
         started = time.perf_counter()
-        request(connection, "POST", "/api/memories", headers, {"key": key, "value": value}, 201)
+        body = {"key": key, "value": value}
+        _, timings = exchange(connection, "POST", "/api/memories", headers, body, 201)
         if i >= min(5, len(items) // 5):  # the first few warm up the write path
             seconds.append(time.perf_counter() - started)
+            stages.append(timings)
     connection.close()
     summary = latency_summary(seconds)
     summary["creates_per_s"] = round(len(seconds) / sum(seconds), 1)
+    # Where a create's time went (Server-Timing): embedding the text, the near-duplicate
+    # search of its scope, writing the rows (and on PostgreSQL the partition graph's insert).
+    for stage in ("embedding", "similar", "write", "app"):
+        summary[f"{stage}_ms_mean"] = round(sum(t.get(stage, 0.0) for t in stages) / len(stages), 1)
     return summary
 
 

@@ -150,6 +150,7 @@ def breakdown_table(served: dict) -> list[str]:
 SEARCH_P95_MS = {"postgresql": 20.0, "sqlite": 40.0}
 SEARCHES_PER_S = 100.0
 INGEST_PER_S = 400.0
+CREATE_P50_MS = 25.0
 TARGETS = (
     (
         "postgresql",
@@ -194,7 +195,12 @@ TARGETS = (
         lambda r: -r.get("batch_concurrent", {}).get("memories_per_s", 0.0),
         -INGEST_PER_S,
     ),
-    ("*", "single POST /api/memories p50 ≤ 25 ms", lambda r: r["create"]["p50_ms"], 25.0),
+    (
+        "*",
+        "single POST /api/memories p50 ≤ 25 ms",
+        lambda r: r["create"]["p50_ms"],
+        CREATE_P50_MS,
+    ),
 )
 
 
@@ -236,6 +242,21 @@ def why_missed(served: dict) -> list[str]:
                 "scoring, access counts, serialisation, Django and gunicorn); the two that read "
                 f"the user's memories (keyword search, nearest neighbours and candidate rows) "
                 f"take {data:.1f} ms, p95 {p95s} ms."
+            )
+        create = run["create"]
+        if create["p50_ms"] > CREATE_P50_MS and "app_ms_mean" in create:
+            graph = (
+                " (on PostgreSQL the write holds the insert into the partition's HNSW graph: "
+                '"A heavy user\'s HNSW graph" below)'
+                if database == "postgresql"
+                else ""
+            )
+            lines.append(
+                f"- {database}, single POST /api/memories p50 {create['p50_ms']:.1f} ms (target "
+                f"{CREATE_P50_MS:.0f}): of {create['app_ms_mean']:.1f} ms in the app on average, "
+                f"{create['embedding_ms_mean']:.1f} ms embedding the text, "
+                f"{create['similar_ms_mean']:.1f} ms looking for near duplicates in its scope, "
+                f"{create['write_ms_mean']:.1f} ms writing{graph}."
             )
         for key, what, unit, target in (
             ("concurrent", "8 clients", "search", SEARCHES_PER_S),

@@ -141,3 +141,23 @@ def test_a_met_target_needs_no_explanation():
     why = "\n".join(why_missed(_results_with(cpu_ms=10.0, rate=150.0)["served"]))
 
     assert "8 clients" not in why
+
+
+def test_a_slow_create_is_explained_by_its_stages():
+    results = json.loads(SERVED_RESULTS.read_text())
+    create = results["served"]["postgresql"]["create"]
+    create.update(
+        p50_ms=38.9,
+        app_ms_mean=33.0,
+        embedding_ms_mean=6.0,
+        similar_ms_mean=5.0,
+        write_ms_mean=21.0,
+    )
+    why = "\n".join(why_missed(results["served"]))
+
+    assert "postgresql, single POST /api/memories p50 38.9 ms (target 25)" in why
+    assert "6.0 ms embedding the text, 5.0 ms looking for near duplicates" in why
+    assert "21.0 ms writing (on PostgreSQL the write holds the insert" in why
+
+    create["p50_ms"] = 20.0
+    assert "single POST" not in "\n".join(why_missed(results["served"]))
