@@ -197,14 +197,14 @@ def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
         first_answer = server.start({**key, "X-User-Id": planned[0].external_id})
         timer = Timer(url, tmp / "queries.json", module="bench.tenants")
         memories = sum(user.memories for user in planned)
-        database = timer.ask({"database": True})
+        database_info = timer.ask({"database": True})
         out: dict = {
             "memories": memories,
             "users": len(planned),
             "bands": _band_counts(planned),
             "load": setup["load"],
-            "database": database,
-            "bytes_per_million_memories": round(database["bytes"] / memories * 1e6),
+            "database": database_info,
+            "bytes_per_million_memories": round(database_info["bytes"] / memories * 1e6),
             "gunicorn": {"workers": plan["workers"], "config": "config/gunicorn.conf.py"},
             "time_to_first_answer_s": round(first_answer, 2),
             "search": {},
