@@ -116,9 +116,9 @@ def cpu_table(rows: list[tuple[str, str, str, dict]]) -> list[str]:
         return []
     lines = [
         "What each phase cost the machine's processors (bench/cpu.py: busy time of every "
-        "core, /proc/stat, over the whole phase, clients included), in ms of one core per "
-        "unit of work, and the rate every core of the machine could serve at that cost, "
-        "doing nothing else:",
+        "core, /proc/stat, from the clients' start to their last answer, the clients "
+        "included), in ms of one core per unit of work, and the rate every core of the "
+        "machine could serve at that cost, doing nothing else:",
         "",
         "| database | phase | per | machine | web workers | PostgreSQL | clients and the rest "
         "| all cores' ceiling |",

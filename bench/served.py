@@ -176,30 +176,26 @@ def _run_database(database: str, url: str | None, plan: dict, pg) -> dict:
         out["exact_top"] = timer.exactness(EXACT_QUERIES)
         # What each phase cost the machine's cores, per search or memory (bench/cpu.py).
         meter = service_meter(server.worker_pids, DATA_DIR if database == "postgresql" else None)
-        before = meter.snapshot()
         out["concurrent"] = concurrent_searches(
-            server.port, headers, setup["queries"], plan["clients"], plan["seconds"]
-        )
-        out["concurrent"]["cpu"] = meter.per_unit(
-            before, meter.snapshot(), out["concurrent"]["searches"]
+            server.port, headers, setup["queries"], plan["clients"], plan["seconds"], meter=meter
         )
         items = setup["ingest"]
         out["create"] = post_creates(server.port, headers, items[: plan["creates"]])
         size, count = plan["batch_size"], plan["batches"]
         start = plan["creates"]
-        before = meter.snapshot()
         out["batch"] = post_batches(
-            server.port, headers, items[start : start + size * count], size, count
+            server.port, headers, items[start : start + size * count], size, count, meter=meter
         )
-        out["batch"]["cpu"] = meter.per_unit(before, meter.snapshot(), out["batch"]["memories"])
         # The same number of batches again from BATCH_CLIENTS clients at once: one client
         # leaves a core idle while the other embeds or writes; a bulk load runs several.
-        before = meter.snapshot()
         out["batch_concurrent"] = concurrent_batches(
-            server.port, headers, items[start + size * count :], size, count, BATCH_CLIENTS
-        )
-        out["batch_concurrent"]["cpu"] = meter.per_unit(
-            before, meter.snapshot(), out["batch_concurrent"]["memories"]
+            server.port,
+            headers,
+            items[start + size * count :],
+            size,
+            count,
+            BATCH_CLIENTS,
+            meter=meter,
         )
         out["workers"] = server.worker_memory()
         out["worker_log"] = server.ready_lines()

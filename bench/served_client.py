@@ -8,6 +8,7 @@ import multiprocessing
 import time
 from urllib.parse import urlencode
 
+from bench.cpu import CpuMeter
 from bench.served_server import Timer
 from bench.served_tables import OUTSIDE_STAGES, SEARCH_STAGES
 
@@ -129,10 +130,17 @@ def _search_client(port, headers, queries, users, offset, seconds, barrier, resu
 
 
 def concurrent_searches(
-    port, headers, queries, clients: int, seconds: float, users: list[str] | None = None
+    port,
+    headers,
+    queries,
+    clients: int,
+    seconds: float,
+    users: list[str] | None = None,
+    meter: CpuMeter | None = None,
 ) -> dict:
     """clients processes, each on its own keep-alive connection, searching for `seconds`;
-    with `users`, each search by the next of them (their X-User-Id)."""
+    with `users`, each search by the next of them (their X-User-Id); with `meter`, what
+    the searches cost the machine's cores over the same window (bench/cpu.py)."""
     from bench.metrics import latency_summary
 
     context = multiprocessing.get_context("fork")
@@ -149,13 +157,15 @@ def concurrent_searches(
     for process in processes:
         process.start()
     barrier.wait()
+    before = meter.snapshot() if meter else None
     started = time.perf_counter()
     collected = [results.get(timeout=seconds + 120) for _ in processes]
     wall = time.perf_counter() - started
+    after = meter.snapshot() if meter else None
     for process in processes:
         process.join()
     latencies = [s for got, _ in collected for s in got]
-    return {
+    out = {
         "clients": clients,
         "seconds": round(wall, 1),
         "searches": len(latencies),
@@ -163,6 +173,9 @@ def concurrent_searches(
         "searches_per_s": round(len(latencies) / wall, 1),
         "latency": latency_summary(latencies) if latencies else None,
     }
+    if meter and before and after:
+        out["cpu"] = meter.per_unit(before, after, len(latencies))
+    return out
 
 
 def post_creates(port, headers, items) -> dict:
@@ -187,11 +200,14 @@ def post_creates(port, headers, items) -> dict:
     return summary
 
 
-def post_batches(port, headers, items, batch_size: int, batches: int) -> dict:
+def post_batches(
+    port, headers, items, batch_size: int, batches: int, meter: CpuMeter | None = None
+) -> dict:
     from bench.metrics import latency_summary
 
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     seconds, stages = [], []
+    before = meter.snapshot() if meter else None
     for b in range(batches):
         chunk = items[b * batch_size : (b + 1) * batch_size]
         body = {"memories": [{"key": key, "value": value} for key, value in chunk]}
@@ -199,13 +215,14 @@ def post_batches(port, headers, items, batch_size: int, batches: int) -> dict:
         _, timings = exchange(connection, "POST", "/api/memories/batch", headers, body, 201)
         seconds.append(time.perf_counter() - started)
         stages.append(timings)
+    after = meter.snapshot() if meter else None
     connection.close()
     # Where a batch's time went (Server-Timing): embedding the texts, writing the rows.
     split = {
         f"{stage}_ms_mean": round(sum(t.get(stage, 0.0) for t in stages) / len(stages), 1)
         for stage in ("embedding", "write", "app")
     }
-    return {
+    out = {
         **split,
         "batch_size": batch_size,
         "batches": batches,
@@ -214,6 +231,9 @@ def post_batches(port, headers, items, batch_size: int, batches: int) -> dict:
         "memories_per_s": round(batch_size * batches / sum(seconds), 1),
         "per_batch": latency_summary(seconds),
     }
+    if meter and before and after:
+        out["cpu"] = meter.per_unit(before, after, batch_size * batches)
+    return out
 
 
 def _batch_client(port, headers, items, batch_size, batches, barrier, results) -> None:
@@ -221,8 +241,17 @@ def _batch_client(port, headers, items, batch_size, batches, barrier, results) -
     results.put(post_batches(port, headers, items, batch_size, batches))
 
 
-def concurrent_batches(port, headers, items, batch_size: int, batches: int, clients: int):
-    """`batches` batches split over `clients` client processes posting at once."""
+def concurrent_batches(
+    port,
+    headers,
+    items,
+    batch_size: int,
+    batches: int,
+    clients: int,
+    meter: CpuMeter | None = None,
+):
+    """`batches` batches split over `clients` client processes posting at once; with
+    `meter`, what they cost the machine's cores over the same window (bench/cpu.py)."""
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(clients + 1)
     results = context.Queue()
@@ -245,16 +274,21 @@ def concurrent_batches(port, headers, items, batch_size: int, batches: int, clie
     for process in processes:
         process.start()
     barrier.wait()
+    before = meter.snapshot() if meter else None
     started = time.perf_counter()
     collected = [results.get(timeout=600) for _ in processes]
     wall = time.perf_counter() - started
+    after = meter.snapshot() if meter else None
     for process in processes:
         process.join()
     memories = sum(c["memories"] for c in collected)
-    return {
+    out = {
         "clients": clients,
         "batch_size": batch_size,
         "memories": memories,
         "seconds": round(wall, 2),
         "memories_per_s": round(memories / wall, 1),
     }
+    if meter and before and after:
+        out["cpu"] = meter.per_unit(before, after, memories)
+    return out

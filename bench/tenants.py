@@ -230,8 +230,6 @@ def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
         sweep = [[user.external_id, (i * 11) % len(queries)] for i, user in enumerate(heavy)]
         out["heavy_ef_search_sweep"] = timer.ask({"sweep": sweep})
         mixed = searchers(planned, 5000, seed=5)
-        meter = service_meter(server.worker_pids, DATA_DIR if database == "postgresql" else None)
-        before = meter.snapshot()
         out["concurrent"] = concurrent_searches(
             server.port,
             key,
@@ -239,9 +237,7 @@ def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
             plan["clients"],
             plan["seconds"],
             users=[user.external_id for user in mixed],
-        )
-        out["concurrent"]["cpu"] = meter.per_unit(
-            before, meter.snapshot(), out["concurrent"]["searches"]
+            meter=service_meter(server.worker_pids, DATA_DIR if database == "postgresql" else None),
         )
         out["workers"] = server.worker_memory()
         out["loadavg_before"] = [round(x, 2) for x in load_before]

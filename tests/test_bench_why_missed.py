@@ -6,7 +6,9 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from bench.cpu import (
     process_seconds,
     service_meter,
 )
+from bench.served_client import concurrent_batches, concurrent_searches, post_batches
 from bench.served_tables import markdown, why_missed
 from bench.tenants_tables import why_missed as tenants_why_missed
 
@@ -182,3 +185,55 @@ def test_a_missed_band_is_explained_by_its_stages_and_its_second_pass():
 
     medium["p95_ms"] = 29.0
     assert "medium users" not in "\n".join(tenants_why_missed(results))
+
+
+class _Service(BaseHTTPRequestHandler):
+    """Answers the load client's searches (200) and batches (201) on keep-alive."""
+
+    protocol_version = "HTTP/1.1"
+
+    def _answer(self, status: int) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        _spin(0.002)  # some work for the meter to see
+        body = b"{}"
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Server-Timing", "embedding;dur=1.0, write;dur=2.0, app;dur=3.5")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        self._answer(200)
+
+    def do_POST(self):
+        self._answer(201)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def service_port():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Service)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_the_load_phases_meter_the_window_they_time(service_port):
+    meter = service_meter(lambda: [os.getpid()], None)
+
+    searched = concurrent_searches(service_port, {}, ["q"], 2, 0.5, meter=meter)
+    items = [(f"k{i}", "v") for i in range(8)]
+    posted = post_batches(service_port, {}, items, 4, 2, meter=meter)
+    together = concurrent_batches(service_port, {}, items, 2, 4, 2, meter=meter)
+
+    assert searched["cpu"]["units"] == searched["searches"] > 0
+    assert searched["cpu"]["workers_ms"] > 0  # this process answered every search
+    assert posted["cpu"]["units"] == posted["memories"] == 8
+    assert together["cpu"]["units"] == together["memories"] == 8
+    assert "cpu" not in concurrent_searches(service_port, {}, ["q"], 1, 0.2)
