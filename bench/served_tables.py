@@ -272,8 +272,8 @@ def why_missed(served: dict) -> list[str]:
             verdict = (
                 f"below the target of {target:.0f}/s however short one request's wait"
                 if ceiling < target
-                else f"above the target of {target:.0f}/s: the cores were not all busy, and "
-                "the rate is bound by waiting, not by the processors"
+                else f"not below the target of {target:.0f}/s: the cores were "
+                f"{rate / ceiling:.0%} busy, the rest of the time went to waiting"
             )
             lines.append(
                 f"- {database}, {what}: {rate:.0f}/s. Each {unit} took {cpu['machine_ms']:.1f} "
