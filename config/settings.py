@@ -62,6 +62,7 @@ from config.settings_extraction import (  # noqa: F401
     MESSAGE_POSTED_HOOKS,
     REVIEW_SIMILAR_MIN_SIMILARITY,
     SAVE_SIMILAR_BATCH_MAX_ITEMS,
+    SAVE_SIMILAR_EF_SEARCH,
     SAVE_SIMILAR_MAX,
 )
 from config.settings_logging import LOG_FORMAT, LOGGING  # noqa: F401

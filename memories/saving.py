@@ -191,7 +191,7 @@ def _near_duplicates(write: _Write) -> list[UUID]:
     by vector, most alike first (before the write: its own row is not among them)."""
     if write.vector is None or settings.SAVE_SIMILAR_MAX <= 0:
         return []
-    hits = get_vector_store().nearest(
+    hits = get_vector_store().nearest_few(
         vector=write.vector,
         partitions=[partition_of(write.memory)],
         k=settings.SAVE_SIMILAR_MAX,

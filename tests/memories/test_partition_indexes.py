@@ -3,6 +3,8 @@ at least 0.98 of the exact nearest for a heavy one, on both databases; on Postgr
 heavy user's partition gets an HNSW graph of its own (partition_indexes), which the search
 takes, and loses it when it shrinks."""
 
+import os
+
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
@@ -250,3 +252,70 @@ def test_postgresql_keeps_no_graph_of_every_users_vectors(db):
     # Only partitions' own graphs (none in an empty database): a search of a light user
     # never walks a graph filtered to them.
     assert all("_p" in name.removeprefix("memory_embedding_hnsw_") for name in graphs), graphs
+
+
+def _near(rng, vector: np.ndarray) -> np.ndarray:
+    """A vector at cosine ~0.97 of `vector`: a near duplicate's text."""
+    noise = rng.normal(size=DIMENSIONS)
+    near = vector + 0.25 * noise / np.linalg.norm(noise)
+    return near / np.linalg.norm(near)
+
+
+def test_a_heavy_users_near_duplicates_are_found_by_the_narrow_search(population):
+    users, rng = population
+    partition, vectors = users["heavy"]
+    if connection.vendor == "postgresql":
+        partition_indexes_sync(min_memories=MIN_MEMORIES)
+        plan = _plan_of_search(partition, _queries(rng, vectors, 1)[0])
+        assert partition_index_name(partition, DIMENSIONS) in plan, plan
+    ids = list(vectors)
+    for index in rng.choice(len(ids), 40, replace=False):
+        stored = ids[index]
+        hits = get_vector_store().nearest_few(
+            vector=_near(rng, vectors[stored]).tolist(),
+            partitions=[partition],
+            k=3,
+            status=Status.ACTIVE,
+        )
+        assert hits[0].memory_id == stored
+
+
+@pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+    reason="hnsw.ef_search is PostgreSQL's",
+)
+@pytest.mark.parametrize(("narrow", "k", "expected"), [(7, 3, "7"), (2, 3, "3")])
+def test_the_narrow_search_sets_ef_search_for_itself_only(
+    population, settings, monkeypatch, narrow, k, expected
+):
+    settings.SAVE_SIMILAR_EF_SEARCH = narrow
+    users, rng = population
+    partition, vectors = users["heavy"]
+    store = get_vector_store()
+    search = store.nearest
+    during = []
+
+    def watched(**kwargs):
+        during.append(_ef_search())
+        return search(**kwargs)
+
+    monkeypatch.setattr(store, "nearest", watched)
+    before = _ef_search()
+    # The test runs inside a transaction, as a caller's may: the setting must not outlive
+    # the search in it.
+    hits = store.nearest_few(
+        vector=_near(rng, next(iter(vectors.values()))).tolist(),
+        partitions=[partition],
+        k=k,
+        status=Status.ACTIVE,
+    )
+
+    assert len(hits) == k
+    assert during == [expected]
+    assert _ef_search() == before == str(settings.RECALL_HNSW_EF_SEARCH)
+
+
+def _ef_search() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW hnsw.ef_search")
+        return cursor.fetchone()[0]

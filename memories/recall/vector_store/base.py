@@ -58,6 +58,12 @@ class VectorStore(Protocol):
     ) -> list[Neighbour]:
         """The k nearest vectors within the given partitions, nearest first."""
 
+    def nearest_few(
+        self, *, vector: Sequence[float], partitions: Sequence[str], k: int, status: str
+    ) -> list[Neighbour]:
+        """nearest() for a caller that wants only the very closest few (a write's near
+        duplicates), which a store may find with a narrower search."""
+
     def nearest_sql(
         self, *, vector: Sequence[float], partitions: Sequence[str], k: int, status: str
     ) -> tuple[str, list]:

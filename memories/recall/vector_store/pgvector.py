@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from uuid import UUID
 
 from celery import current_app
+from django.conf import settings
 from django.db import connection, transaction
 from pgvector import Vector
 
@@ -72,6 +73,24 @@ class PgVectorStore:
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return [Neighbour(UUID(str(row[0])), float(row[1])) for row in cursor.fetchall()]
+
+    def nearest_few(self, *, vector, partitions, k, status):
+        """The graph search of a large partition keeps hnsw.ef_search candidates on its way
+        (RECALL_HNSW_EF_SEARCH for recall, whose 50 nearest must be right). A near
+        duplicate of the query is among the very closest vectors, which a walk keeping far
+        fewer finds too (SAVE_SIMILAR_EF_SEARCH). Set for this search only: in a caller's
+        transaction the previous value is put back."""
+        ef_search = max(settings.SAVE_SIMILAR_EF_SEARCH, k)
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_setting('hnsw.ef_search'), set_config('hnsw.ef_search', %s, true)",
+                [str(ef_search)],
+            )
+            previous = cursor.fetchone()[0]
+            try:
+                return self.nearest(vector=vector, partitions=partitions, k=k, status=status)
+            finally:
+                cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [previous])
 
     def nearest_sql(self, *, vector, partitions, k, status) -> tuple[str, list]:
         """One statement for the k nearest: (memory_id, distance) rows, nearest first.

@@ -161,6 +161,10 @@ class SqliteVecStore:
             rows = cursor.fetchall()[:k]
             return [Neighbour(UUID(hex=row[0]), float(row[1])) for row in rows]
 
+    def nearest_few(self, *, vector, partitions, k, status):
+        # Exact already (the mirror, or sqlite-vec's scan): nothing narrower to do.
+        return self.nearest(vector=vector, partitions=partitions, k=k, status=status)
+
     def nearest_sql(self, *, vector, partitions, k, status):
         raise NotImplementedError("sqlite-vec searches are not composed into other statements")
 
