@@ -195,9 +195,16 @@ def post_creates(port, headers, items) -> dict:
     summary["creates_per_s"] = round(len(seconds) / sum(seconds), 1)
     # Where a create's time went (Server-Timing): embedding the text, the near-duplicate
     # search of its scope, writing the rows (and on PostgreSQL the partition graph's insert).
-    for stage in ("embedding", "similar", "write", "app"):
-        summary[f"{stage}_ms_mean"] = round(sum(t.get(stage, 0.0) for t in stages) / len(stages), 1)
+    summary.update(_stage_means(stages, ("embedding", "similar", "write", "app")))
     return summary
+
+
+def _stage_means(stages: list[dict], names) -> dict:
+    """{"<stage>_ms_mean": ms} over these answers' Server-Timing stages."""
+    return {
+        f"{name}_ms_mean": round(sum(t.get(name, 0.0) for t in stages) / len(stages), 1)
+        for name in names
+    }
 
 
 def post_batches(
@@ -218,10 +225,7 @@ def post_batches(
     after = meter.snapshot() if meter else None
     connection.close()
     # Where a batch's time went (Server-Timing): embedding the texts, writing the rows.
-    split = {
-        f"{stage}_ms_mean": round(sum(t.get(stage, 0.0) for t in stages) / len(stages), 1)
-        for stage in ("embedding", "write", "app")
-    }
+    split = _stage_means(stages, ("embedding", "write", "app"))
     out = {
         **split,
         "batch_size": batch_size,

@@ -3,7 +3,7 @@ and what bench/report.py puts in docs/benchmarks.md."""
 
 from bench.cpu import cpu_table
 from bench.report_cells import meta_lines, pct
-from bench.served_tables import DATA_STAGES, OUTSIDE_STAGES, SEARCH_STAGES
+from bench.served_tables import OUTSIDE_STAGES, SEARCH_STAGES, data_stages
 
 # Issue 26's targets: PostgreSQL p95 per band at a million memories of 10,000 users; the share
 # of the exact nearest found (light users exactly theirs, heavy users at least 0.98).
@@ -197,12 +197,9 @@ def why_missed(results: dict) -> list[str]:
         for band, search in run["search"].items():
             if search["p95_ms"] <= target or not search.get("breakdown"):
                 continue
-            stages = {row["stage"]: row for row in search["breakdown"]}
-            data = sum(stages[s]["mean_ms"] for s in DATA_STAGES if s in stages)
+            data, rows = data_stages(search["breakdown"])
             parts = "; ".join(
-                f"{stages[s]['what']} {stages[s]['mean_ms']:.1f} / {stages[s]['p95_ms']:.1f}"
-                for s in DATA_STAGES
-                if s in stages
+                f"{row['what']} {row['mean_ms']:.1f} / {row['p95_ms']:.1f}" for row in rows
             )
             line = (
                 f"- {database}, {band} users: p95 {search['p95_ms']:.1f} ms (target "

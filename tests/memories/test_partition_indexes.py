@@ -319,3 +319,24 @@ def _ef_search() -> str:
     with connection.cursor() as cursor:
         cursor.execute("SHOW hnsw.ef_search")
         return cursor.fetchone()[0]
+
+
+@pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+    reason="hnsw.ef_search is PostgreSQL's",
+)
+@pytest.mark.django_db(transaction=True)
+def test_the_narrow_search_outside_a_transaction_leaves_the_setting_as_it_was(settings):
+    settings.SAVE_SIMILAR_EF_SEARCH = 7
+    rng = np.random.default_rng(3)
+    partition, vectors = _store_memories(make_user("alone"), _clustered(rng, 5))
+
+    hits = get_vector_store().nearest_few(
+        vector=_near(rng, next(iter(vectors.values()))).tolist(),
+        partitions=[partition],
+        k=3,
+        status=Status.ACTIVE,
+    )
+
+    assert len(hits) == 3
+    assert _ef_search() == str(settings.RECALL_HNSW_EF_SEARCH)

@@ -81,6 +81,9 @@ class PgVectorStore:
         fewer finds too (SAVE_SIMILAR_EF_SEARCH). Set for this search only: in a caller's
         transaction the previous value is put back."""
         ef_search = max(settings.SAVE_SIMILAR_EF_SEARCH, k)
+        # A transaction of its own ends the setting at its commit; only a caller's needs it
+        # put back (one round trip more).
+        inside_callers = connection.in_atomic_block
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
                 "SELECT current_setting('hnsw.ef_search'), set_config('hnsw.ef_search', %s, true)",
@@ -90,7 +93,8 @@ class PgVectorStore:
             try:
                 return self.nearest(vector=vector, partitions=partitions, k=k, status=status)
             finally:
-                cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [previous])
+                if inside_callers:
+                    cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [previous])
 
     def nearest_sql(self, *, vector, partitions, k, status) -> tuple[str, list]:
         """One statement for the k nearest: (memory_id, distance) rows, nearest first.
