@@ -25,6 +25,7 @@ from memories.models import (
     WorkSession,
     WorkSessionMessage,
 )
+from memories.selectors import persona_reachable
 
 if TYPE_CHECKING:
     from django.db.models.fields.related_descriptors import RelatedManager
@@ -56,7 +57,10 @@ class ExtractionSource:
             memory_source=Source.CONVERSATION,
             topic=topic,
             project=topic.project,
-            persona=topic.persona,
+            # Never another tenant's persona (a topic made before personas had tenants).
+            persona=topic.persona
+            if topic.persona is not None and persona_reachable(topic.user, topic.persona)
+            else None,
             state_filter={"topic": topic},
         )
 

@@ -20,6 +20,7 @@ from memories.models import (
     User,
     WorkSession,
 )
+from memories.selectors import memories_administered_by, persona_reach
 
 
 @admin.register(User)
@@ -175,7 +176,12 @@ class MemoryAdmin(admin.ModelAdmin):
     actions = ["approve_selected", "reject_selected", "archive_selected"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(deleted_at__isnull=True)
+        # A tenant-bound staff account sees its tenant's users' and personas' memories only.
+        return (
+            super()
+            .get_queryset(request)
+            .filter(memories_administered_by(request.user), deleted_at__isnull=True)
+        )
 
     def save_model(self, request, obj, form, change):
         # Edits go through the service so they are re-embedded and leave a revision.
@@ -234,7 +240,35 @@ class ConsolidationProposalAdmin(admin.ModelAdmin):
         return False
 
 
-admin.site.register(Persona)
+@admin.register(Persona)
+class PersonaAdmin(admin.ModelAdmin):
+    """A tenant-bound staff account lists, changes and creates its own tenant's personas; a
+    local login every tenant's, and picks the tenant of a new one (chosen already when the
+    installation has one tenant)."""
+
+    list_display = ["name", "tenant", "memory_enabled", "created_at"]
+    list_filter = ["tenant", "memory_enabled"]
+    list_select_related = ["tenant"]
+    search_fields = ["name"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(persona_reach(request.user))
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["tenant"] if obj is not None else []
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "tenant":
+            user = request.user
+            tenants = Tenant.objects.order_by("slug")
+            if user.tenant_id is not None:
+                tenants = tenants.filter(id=user.tenant_id)
+            kwargs["queryset"] = tenants
+            only = list(tenants[:2])
+            kwargs["initial"] = only[0].id if len(only) == 1 else None
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
 admin.site.register(Project)
 admin.site.register(Topic)
 admin.site.register(WorkSession)

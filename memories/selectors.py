@@ -8,6 +8,7 @@ from django.db.models import Count, Q, QuerySet
 from memories.carriers import owned_carriers
 from memories.errors import NotFound
 from memories.models import (
+    DEFAULT_TENANT_SLUG,
     Memory,
     MemoryRevision,
     Message,
@@ -30,12 +31,47 @@ def administered_by(actor: User, *, via: str = "") -> Q:
     return Q(**{f"{via}tenant_id": actor.tenant_id, f"{via}external_id__isnull": False})
 
 
+def persona_reach(user: User, *, via: str = "") -> Q:
+    """The personas `user` may talk to and, as staff, administer, as a condition on the
+    persona reached through `via` ("persona__" from a memory): their tenant's; every one for
+    a local staff login; the default tenant's for a local login that is not staff (an
+    installation serving one product)."""
+    if user.tenant_id is not None:
+        return Q(**{f"{via}tenant_id": user.tenant_id})
+    if user.is_staff:
+        return Q()
+    return Q(**{f"{via}tenant__slug": DEFAULT_TENANT_SLUG})
+
+
+def personas_of(user: User) -> QuerySet[Persona]:
+    """The personas `user` reaches (persona_reach); another tenant's are not found."""
+    return Persona.objects.filter(persona_reach(user))
+
+
+def persona_reachable(user: User, persona: Persona) -> bool:
+    """Whether `user` reaches this persona: the check of a persona met through a topic."""
+    if user.tenant_id is not None:
+        return persona.tenant_id == user.tenant_id
+    return user.is_staff or personas_of(user).filter(id=persona.id).exists()
+
+
 def changeable_by(user: User) -> Q:
-    """Their own user, project, session and persona_user memories; staff also persona ones."""
+    """Their own user, project, session and persona_user memories; staff also persona ones
+    of the personas they reach (their tenant's)."""
     condition = Q(user=user) & ~Q(scope=Scope.PERSONA)
     if user.is_staff:
-        condition |= Q(scope=Scope.PERSONA)
+        condition |= Q(scope=Scope.PERSONA) & persona_reach(user, via="persona__")
     return condition
+
+
+def memories_administered_by(actor: User) -> Q:
+    """The memories staff `actor` administers (review, admin lists): those of the users it
+    administers (administered_by) and of the personas it reaches; all for a local login."""
+    if actor.tenant_id is None:
+        return Q()
+    return (Q(user__isnull=False) & administered_by(actor, via="user__")) | (
+        Q(scope=Scope.PERSONA) & persona_reach(actor, via="persona__")
+    )
 
 
 def memories_visible_to(user: User) -> QuerySet[Memory]:
@@ -69,7 +105,7 @@ def memory_counts(*, user: User) -> dict[str, int]:
 def pending_memories(*, actor: User | None = None) -> QuerySet[Memory]:
     """Pending memories of every user staff `actor` administers (of everyone without an
     actor: the metrics), newest first."""
-    administered = Q() if actor is None else administered_by(actor, via="user__")
+    administered = Q() if actor is None else memories_administered_by(actor)
     return Memory.objects.filter(
         administered, status=Status.PENDING_REVIEW, deleted_at__isnull=True
     ).order_by("-created_at", "-id")
@@ -89,8 +125,9 @@ def work_session_get(*, user: User, session_id: UUID, field: str = "id") -> Work
     return session
 
 
-def persona_get(*, persona_id: UUID, field: str = "persona_id") -> Persona:
-    persona = Persona.objects.filter(id=persona_id).first()
+def persona_get(*, user: User, persona_id: UUID, field: str = "persona_id") -> Persona:
+    """A persona `user` reaches. Another tenant's answers NotFound, as an unknown id does."""
+    persona = personas_of(user).filter(id=persona_id).first()
     if persona is None:
         raise NotFound("No persona with this id.", field=field)
     return persona

@@ -5,6 +5,7 @@ from django import forms
 from django.conf import settings
 
 from memories.models import Persona, ProposalKind, Scope, Source, User
+from memories.selectors import personas_of
 
 # The queue's age filter: (value, label, newer than, older than).
 AGES = [
@@ -33,6 +34,13 @@ class QueueFilterForm(forms.Form):
     # One conversation or work session (the "more from this conversation" links).
     source_topic = forms.UUIDField(required=False, widget=forms.HiddenInput)
     source_work_session = forms.UUIDField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, actor: User, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Only the personas the reviewer reaches (their tenant's) are offered or accepted.
+        persona_field = self.fields["persona"]
+        assert isinstance(persona_field, forms.ModelChoiceField)
+        persona_field.queryset = personas_of(actor).order_by("name")
 
 
 class BulkActionForm(forms.Form):

@@ -2,7 +2,7 @@
 edit, and the conversation a memory came from. The views parse input and render; what they
 show comes from here, memories.selectors and memories.consolidation."""
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -85,13 +85,26 @@ def queue_memories(*, actor: User, filters: Mapping[str, Any]) -> QuerySet[Memor
     return pending
 
 
-def memory_to_edit(memory_id: UUID) -> Memory | None:
-    """A live memory with the source and the memory it replaces, which the edit page shows."""
+def memory_to_edit(*, actor: User, memory_id: UUID) -> Memory | None:
+    """A live memory `actor` administers, with the source and the memory it replaces, which
+    the edit page shows."""
     return (
         Memory.objects.select_related("source_topic", "source_work_session", "supersedes")
-        .filter(id=memory_id, deleted_at__isnull=True)
+        .filter(selectors.memories_administered_by(actor), id=memory_id, deleted_at__isnull=True)
         .first()
     )
+
+
+def administered_ids(*, actor: User, memory_ids: Iterable[UUID]) -> list[UUID]:
+    """Those of `memory_ids` that staff `actor` administers, in the order given (another
+    tenant's are left out, as ids that name nothing)."""
+    wanted = list(memory_ids)
+    administered = set(
+        Memory.objects.filter(selectors.memories_administered_by(actor), id__in=wanted).values_list(
+            "id", flat=True
+        )
+    )
+    return [memory_id for memory_id in wanted if memory_id in administered]
 
 
 def pending_proposals(*, actor: User, kind: str = "") -> QuerySet[ConsolidationProposal]:

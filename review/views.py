@@ -76,7 +76,7 @@ def dashboard(request):
 
 @staff_required
 def queue(request):
-    filters = QueueFilterForm(request.GET or None)
+    filters = QueueFilterForm(request.GET or None, actor=request.user)
     chosen = {}
     if request.GET:
         filters.is_valid()  # invalid fields drop out of cleaned_data; the rest still apply
@@ -120,7 +120,11 @@ def bulk(request):
         messages.error(request, "Select at least one memory, then approve or reject.")
         return _back(request)
     ids, action = form.cleaned_data["ids"], form.cleaned_data["action"]
-    changed = len(services.memory_review(memory_ids=ids, actor=request.user, decision=action))
+    # Another tenant's memories are skipped as unknown ids are (told as "no longer pending").
+    administered = review_selectors.administered_ids(actor=request.user, memory_ids=ids)
+    changed = len(
+        services.memory_review(memory_ids=administered, actor=request.user, decision=action)
+    )
     verb = "Approved" if action == "approve" else "Rejected"
     text = f"{verb} {changed} {pluralize_memories(changed)}."
     if changed < len(ids):
@@ -141,6 +145,8 @@ def decide(request, memory_id):
     if action not in ("approve", "reject"):
         messages.error(request, "Approve or reject: nothing else can be done here.")
         return _back(request)
+    if not review_selectors.administered_ids(actor=request.user, memory_ids=[memory_id]):
+        raise Http404("No such memory.")
     try:
         [memory] = services.memory_review(
             memory_ids=[memory_id], actor=request.user, decision=action, require_pending=True
@@ -156,7 +162,7 @@ def decide(request, memory_id):
 @staff_required
 @require_http_methods(["GET", "POST"])
 def edit(request, memory_id):
-    memory = review_selectors.memory_to_edit(memory_id)
+    memory = review_selectors.memory_to_edit(actor=request.user, memory_id=memory_id)
     if memory is None:
         raise Http404("No such memory.")
     if request.method == "POST":

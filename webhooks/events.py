@@ -25,6 +25,7 @@ from memories.models import (
     DEFAULT_TENANT_SLUG,
     ConsolidationProposal,
     Memory,
+    Persona,
     RevisionAction,
     Status,
     Tenant,
@@ -89,11 +90,14 @@ def endpoints_changed() -> None:
     _seen.endpoints = None
 
 
-def _tenant_of(user_id: UUID | None) -> UUID | None:
+def _tenant_of(user_id: UUID | None, persona_id: UUID | None = None) -> UUID | None:
     tenant_id = None
-    if user_id is not None:
+    if user_id is None and persona_id is not None:  # a persona memory: the persona's tenant
+        personas = Persona.objects.filter(id=persona_id)
+        tenant_id = personas.values_list("tenant_id", flat=True).first()
+    elif user_id is not None:
         tenant_id = User.objects.filter(id=user_id).values_list("tenant_id", flat=True).first()
-    if tenant_id is None:  # no owner (persona memories), or a local login: the default tenant
+    if tenant_id is None:  # a local login: the default tenant
         tenant_id = (
             Tenant.objects.filter(slug=DEFAULT_TENANT_SLUG).values_list("id", flat=True).first()
         )
@@ -106,15 +110,17 @@ def event_emit(
     user_id: UUID | None,
     data: Callable[[], dict],
     erasable: bool = True,
+    persona_id: UUID | None = None,
 ) -> int:
     """Queue `event_type` for the subscribed endpoints of the tenant of `user_id`, the end
-    user it is about (None, or a user without a tenant: the default tenant). `data` makes
+    user it is about (without one, of the persona `persona_id`; a user without a tenant: the
+    default tenant). `data` makes
     the event's object, called only when an endpoint wants it. The deliveries name the user
     (erasable) so that their erasure deletes them. Returns how many deliveries it queued."""
     endpoints = _active_endpoints()
     if not endpoints:
         return 0
-    tenant_id = _tenant_of(user_id)
+    tenant_id = _tenant_of(user_id, persona_id)
     wanted = [
         endpoint_id
         for endpoint_id, tenant, events in endpoints
@@ -168,6 +174,7 @@ def memory_event(
     return event_emit(
         event_type,
         user_id=memory.user_id,
+        persona_id=memory.persona_id,
         data=lambda: _memory_data(memory, superseded_ids),
     )
 

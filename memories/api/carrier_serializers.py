@@ -19,19 +19,39 @@ from memories.models import (
     MessageRole,
     Persona,
     Project,
+    Tenant,
     Topic,
     WorkSession,
     WorkSessionMessage,
 )
 
 
+class CallerTenantField(serializers.SlugRelatedField):
+    """A tenant's slug: any tenant for a local login, only its own for a key (another
+    tenant's slug is "does not exist", as an unknown one)."""
+
+    def get_queryset(self):
+        user = self.context["request"].user
+        tenants = Tenant.objects.all()
+        return tenants if user.tenant_id is None else tenants.filter(id=user.tenant_id)
+
+
 class PersonaSerializer(StrictInputMixin, serializers.ModelSerializer):
     tolerated_fields = ("id", "created_at")
     name = trimmed_char(200)
+    tenant = CallerTenantField(
+        slug_field="slug",
+        required=False,
+        help_text=(
+            "The slug of the tenant the persona belongs to; only its users and keys see it. "
+            "A key's persona is its own tenant's; a local staff login names one when the "
+            "installation has several. Fixed once created."
+        ),
+    )
 
     class Meta:
         model = Persona
-        fields = ["id", "name", "memory_enabled", "created_at"]
+        fields = ["id", "name", "memory_enabled", "tenant", "created_at"]
         read_only_fields = ["id", "created_at"]
 
 

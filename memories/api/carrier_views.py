@@ -190,10 +190,10 @@ class WorkSessionViewSet(MessagesMixin, OwnedViewSet):
 
 
 class PersonaViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
-    """Every user may read personas; staff create and change them."""
+    """Every user may read their tenant's personas; its staff (review keys) create and change
+    them. Another tenant's persona is not found."""
 
     serializer_class = PersonaSerializer
-    queryset = Persona.objects.order_by("name")
     lookup_value_regex = "[^/]+"
     key_acts_as_itself = True
 
@@ -201,9 +201,14 @@ class PersonaViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def key_scope(self) -> str:
         return ApiKeyScope.READ if self.request.method in SAFE_METHODS else ApiKeyScope.REVIEW
 
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # the OpenAPI schema has no caller
+            return Persona.objects.none()
+        return selectors.personas_of(self.request.user).select_related("tenant").order_by("name")
+
     def get_object(self):
         persona_id = parse_uuid(self.kwargs["pk"], what="persona")
-        return selectors.persona_get(persona_id=persona_id, field="id")
+        return selectors.persona_get(user=self.request.user, persona_id=persona_id, field="id")
 
     def retrieve(self, request, pk=None):
         return Response(PersonaSerializer(self.get_object()).data)

@@ -17,6 +17,7 @@ from memories.models import (
     Topic,
     WorkSession,
 )
+from memories.selectors import personas_of
 
 
 class StrictInputMixin:
@@ -161,9 +162,18 @@ def work_session_ref() -> OwnedRelatedField:
     )
 
 
-def persona_ref() -> serializers.PrimaryKeyRelatedField:
-    """Optional `persona_id`: any persona (every user may talk to any persona)."""
-    return serializers.PrimaryKeyRelatedField(
+class ReachedPersonaField(serializers.PrimaryKeyRelatedField):
+    """A UUID naming a persona the requesting user reaches (their tenant's); another
+    tenant's persona is "does not exist", as an unknown id is."""
+
+    def get_queryset(self):
+        return personas_of(self.context["request"].user)
+
+
+def persona_ref() -> ReachedPersonaField:
+    """Optional `persona_id`: any persona of the caller's tenant (every user may talk to
+    their tenant's personas)."""
+    return ReachedPersonaField(
         queryset=Persona.objects.all(),
         pk_field=StrictUUIDField(),
         source="persona",

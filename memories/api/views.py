@@ -262,11 +262,12 @@ class AdminMemoryViewSet(viewsets.GenericViewSet):
 
     def _bulk_review(self, decision: str) -> int:
         ids = validated(BulkIdsSerializer, self.request)["ids"]
-        # Only memories of users this reviewer administers (another tenant's are skipped, as
+        # Only memories of users and personas this reviewer administers (another tenant's
+        # are skipped, as
         # ids that are not pending are).
         administered = set(
             Memory.objects.filter(
-                selectors.administered_by(caller(self.request), via="user__"), id__in=ids
+                selectors.memories_administered_by(caller(self.request)), id__in=ids
             ).values_list("id", flat=True)
         )
         ids = [memory_id for memory_id in ids if memory_id in administered]

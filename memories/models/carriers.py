@@ -6,11 +6,15 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from memories.models.accounts import Tenant
+
 
 class Persona(models.Model):
-    """An assistant persona; its users share persona-scope memories."""
+    """An assistant persona of one tenant; that tenant's users share its persona-scope
+    memories. Another tenant's keys and users never see it (memories.selectors.personas_of)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="personas")
     name = models.CharField(max_length=200)
     memory_enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)

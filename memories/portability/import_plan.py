@@ -12,7 +12,6 @@ from memories.facts import normalise
 from memories.models import (
     CarrierIds,
     Memory,
-    Persona,
     Scope,
     Status,
     User,
@@ -25,7 +24,7 @@ from memories.portability.import_lines import (
     LineError,
     Plan,
 )
-from memories.selectors import changeable_by
+from memories.selectors import changeable_by, personas_of
 from memories.services import (
     clamp_unit,
 )
@@ -223,8 +222,8 @@ def _moved_error(line: ImportLine, identity: CarrierIds) -> LineError:
 def _lines_with_carriers(
     lines: list[ImportLine], *, actor: User, errors: list[LineError]
 ) -> list[ImportLine]:
-    """The lines whose carriers the caller may use: their own projects and topics, existing
-    personas, persona scope for staff only (as POST /api/memories)."""
+    """The lines whose carriers the caller may use: their own projects and topics, their
+    tenant's personas, persona scope for staff only (as POST /api/memories)."""
     project_ids = {line.project_id for line in lines if line.project_id}
     topic_ids = {line.topic_id for line in lines if line.topic_id}
     persona_ids = {line.persona_id for line in lines if line.persona_id}
@@ -239,7 +238,7 @@ def _lines_with_carriers(
         else ()
     )
     personas = set(
-        Persona.objects.filter(id__in=persona_ids).values_list("id", flat=True)
+        personas_of(actor).filter(id__in=persona_ids).values_list("id", flat=True)
         if persona_ids
         else ()
     )

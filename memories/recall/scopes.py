@@ -6,6 +6,7 @@ from django.db import connection
 from django.db.models import Q
 
 from memories.models import CarrierIds, Memory, Persona, Project, Scope, Topic, User, WorkSession
+from memories.selectors import persona_reachable
 
 
 def scopes_condition(scopes: Sequence[CarrierIds]) -> Q:
@@ -48,10 +49,13 @@ def recall_scopes(
     work_session: WorkSession | None = None,
 ) -> list[CarrierIds]:
     """The user's own memories always; session ones of the topic; project ones of the project
-    (the topic's or work session's when not given); persona ones of the persona."""
+    (the topic's or work session's when not given); persona ones of the persona (the
+    topic's when not given, if the user reaches it: a topic made before personas belonged to
+    tenants may name another tenant's)."""
     if topic is not None:
         project = project or topic.project
-        persona = persona or topic.persona
+        if persona is None and topic.persona is not None:
+            persona = topic.persona if persona_reachable(user, topic.persona) else None
     if work_session is not None:
         project = project or work_session.project
     scopes = [CarrierIds(Scope.USER, user_id=user.id)]

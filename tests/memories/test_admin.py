@@ -4,6 +4,7 @@ import pytest
 from django.test import Client
 
 from memories import services
+from memories.api_keys import default_tenant
 from memories.models import Persona, Project, Scope, Source, Status, User
 from tests.memories.helpers import make_memory, make_pending
 
@@ -20,7 +21,7 @@ def admin_client_(db) -> Client:
 @pytest.fixture
 def memories(owner, other) -> dict:
     project = Project.objects.create(owner=owner, name="Backend")
-    persona = Persona.objects.create(name="Tutor")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     return {
         "active": make_memory(owner, key="alpha-marker", value="First fact"),
         "pending": make_pending(other, key="bravo-marker", value="Second fact"),

@@ -6,13 +6,14 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from memories.api_keys import default_tenant
 from memories.models import Message, Persona, Project, Topic, WorkSession, WorkSessionMessage
 from tests.memories.helpers import assert_error
 
 
 @pytest.fixture
 def persona(db) -> Persona:
-    return Persona.objects.create(name="Tutor")
+    return Persona.objects.create(tenant=default_tenant(), name="Tutor")
 
 
 @pytest.fixture
@@ -147,7 +148,10 @@ def test_it_lists_a_topics_messages_in_order(api, topic):
         ("/api/topics", lambda user, i: Topic.objects.create(user=user, title=f"t{i}")),
         ("/api/work-sessions", lambda user, i: WorkSession.objects.create(user=user)),
         ("/api/projects", lambda user, i: Project.objects.create(owner=user, name=f"p{i}")),
-        ("/api/personas", lambda user, i: Persona.objects.create(name=f"p{i}")),
+        (
+            "/api/personas",
+            lambda user, i: Persona.objects.create(tenant=default_tenant(), name=f"p{i}"),
+        ),
     ],
 )
 def test_carrier_lists_run_the_same_number_of_queries_for_3_and_30_rows(api, owner, path, make):

@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from memories.api_keys import default_tenant
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Project
 from tests.memories.helpers import NOTHING_STORED, assert_error, stored_rows
 
@@ -12,7 +13,7 @@ URL = "/api/memories"
 
 @pytest.fixture
 def persona(db) -> Persona:
-    return Persona.objects.create(name="Tutor")
+    return Persona.objects.create(tenant=default_tenant(), name="Tutor")
 
 
 @pytest.fixture

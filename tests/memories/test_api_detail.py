@@ -2,6 +2,7 @@
 
 import pytest
 
+from memories.api_keys import default_tenant
 from memories.embedders import embed_one
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Scope
 from memories.recall.vector_store import get_vector_store, partition_of
@@ -257,7 +258,7 @@ def test_another_users_memory_is_not_in_the_list(other_api, owner):
 
 @pytest.mark.parametrize(("method", "body"), [("patch", {"value": "changed"}), ("delete", None)])
 def test_a_non_staff_user_cannot_change_a_persona_memory(api, staff, method, body):
-    persona = Persona.objects.create(name="Tutor")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     memory = make_memory(staff, scope=Scope.PERSONA, persona=persona, value="Be brief")
     before = Memory.objects.values().get(id=memory.id)
 
@@ -269,7 +270,7 @@ def test_a_non_staff_user_cannot_change_a_persona_memory(api, staff, method, bod
 
 
 def test_staff_can_edit_a_persona_memory(staff_api, staff):
-    persona = Persona.objects.create(name="Tutor")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     memory = make_memory(staff, scope=Scope.PERSONA, persona=persona, value="Be brief")
 
     response = staff_api.patch(url(memory), {"value": "Be thorough"}, format="json")
@@ -280,7 +281,7 @@ def test_staff_can_edit_a_persona_memory(staff_api, staff):
 
 
 def test_a_user_can_edit_their_persona_user_memory(api, owner):
-    persona = Persona.objects.create(name="Tutor")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     memory = make_memory(owner, scope=Scope.PERSONA_USER, persona=persona)
 
     response = api.patch(url(memory), {"value": "Prefers Rust"}, format="json")

@@ -8,6 +8,7 @@ from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 
 from memories.api.serializers import MemorySerializer
+from memories.api_keys import default_tenant
 from memories.models import Memory, Persona, Scope, Status
 from tests.conftest import key_client, new_key
 from tests.memories.helpers import assert_error, bulk_memories, make_memory, make_pending
@@ -91,7 +92,7 @@ def test_a_user_with_no_memories_gets_an_empty_export(other_api):
 
 
 def test_persona_memories_are_in_the_export_of_staff_only(api, staff_api, owner, staff):
-    persona = Persona.objects.create(name="Tutor")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     shared = make_memory(staff, scope=Scope.PERSONA, persona=persona, value="Be brief")
     personal = make_memory(owner, scope=Scope.PERSONA_USER, persona=persona, value="Likes Go")
 

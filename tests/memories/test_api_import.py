@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memories import services
+from memories.api_keys import default_tenant
 from memories.embedders import embed_one
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Scope, Status
 from memories.portability import import_lines, importing
@@ -73,7 +74,7 @@ def result(created=0, updated=0, unchanged=0, superseded=0, errors=()) -> dict:
 
 @pytest.fixture
 def persona(db) -> Persona:
-    return Persona.objects.create(name="Tutor")
+    return Persona.objects.create(tenant=default_tenant(), name="Tutor")
 
 
 @pytest.fixture

@@ -216,7 +216,7 @@ def test_a_review_key_approves_across_users_and_is_the_actor(owner, other):
 
 
 def test_persona_scope_writes_need_the_review_scope(db, staff):
-    persona = Persona.objects.create(name="Barista")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Barista")
     body = {"scope": "persona", "persona_id": str(persona.id), "key": "menu", "value": "Oat milk"}
 
     as_end_user = key_client(new_key("read", "write", "review"), "ext-alice")

@@ -7,6 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from memories.api_keys import default_tenant
 from memories.models import Memory, Persona, Project, Scope, Source, Status
 from tests.memories.helpers import assert_error, bulk_memories, make_memory, make_pending
 
@@ -86,7 +87,7 @@ def test_it_filters_by_keyword_on_key_and_value(api, owner):
 
 def test_it_filters_by_scope(api, owner):
     project = Project.objects.create(owner=owner, name="p")
-    persona = Persona.objects.create(name="Tutor")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     user_memory = make_memory(owner)
     project_memory = make_memory(owner, scope=Scope.PROJECT, project=project)
     persona_user_memory = make_memory(owner, scope=Scope.PERSONA_USER, persona=persona)
@@ -99,7 +100,7 @@ def test_it_filters_by_scope(api, owner):
 
 def test_it_filters_by_project_and_persona(api, owner):
     project, elsewhere = (Project.objects.create(owner=owner, name=n) for n in "ab")
-    persona = Persona.objects.create(name="Tutor")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     in_project = make_memory(owner, scope=Scope.PROJECT, project=project)
     make_memory(owner, scope=Scope.PROJECT, project=elsewhere)
     with_persona = make_memory(owner, scope=Scope.PERSONA_USER, persona=persona)
@@ -182,7 +183,7 @@ def test_it_caps_page_size_at_two_hundred(api, owner):
 
 def test_the_list_runs_the_same_number_of_queries_for_3_and_30_memories(api, owner):
     project = Project.objects.create(owner=owner, name="p")
-    persona = Persona.objects.create(name="Tutor")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Tutor")
 
     def fill(count):
         Memory.objects.all().delete()

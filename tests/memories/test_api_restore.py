@@ -2,6 +2,7 @@
 
 import pytest
 
+from memories.api_keys import default_tenant
 from memories.embedders import embed_one
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Scope
 from memories.recall.vector_store import get_vector_store, partition_of
@@ -113,7 +114,7 @@ def test_an_unknown_id_answers_404_naming_it(api, memory_id):
 
 
 def test_persona_memories_are_restored_by_staff_only(api, staff_api, staff):
-    persona = Persona.objects.create(name="Tutor")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     memory = make_memory(staff, scope=Scope.PERSONA, persona=persona, value="Be brief")
     assert staff_api.delete(f"/api/memories/{memory.id}").status_code == 204
 

@@ -11,7 +11,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from memories import erasure
-from memories.api_keys import api_key_create, tenant_get_or_create
+from memories.api_keys import api_key_create, default_tenant, tenant_get_or_create
 from memories.models import ApiKey, Memory, Persona, Scope, User
 from memories.tasks import finish_erasures_task
 from tests.conftest import client_for, end_user
@@ -30,7 +30,7 @@ def victim(db, client):
         User.objects.create_user(username=f"victim-{MARKER}", password="pw"), f"ext-{MARKER}"
     )
     api = client_for(user)
-    persona = Persona.objects.create(name="Barista")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Barista")
     project = api.post("/api/projects", {"name": f"project {MARKER}"}, format="json").json()
     topic = api.post(
         "/api/topics",

@@ -11,6 +11,7 @@ from rest_framework.test import APIRequestFactory
 
 from memories.api.portability import MemoryExportSerializer
 from memories.api.serializers import MemorySerializer
+from memories.api_keys import default_tenant
 from memories.models import Memory, Persona, Scope, Status, Topic
 from tests.conftest import end_user
 
@@ -33,7 +34,7 @@ def request_of(owner):
 def memories_of_every_shape(owner) -> list[Memory]:
     user = end_user(owner, "ext-owner")
     other = end_user(owner.__class__.objects.create(username="someone"), "ext-someone")
-    tutor = Persona.objects.create(name="Tutor")
+    tutor = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     topic = Topic.objects.create(user=user)
     plain = Memory.objects.create(user=user, key="city", value="Lisbon")
     old = Memory.objects.create(

@@ -5,6 +5,7 @@ import threading
 import pytest
 from django.db import connection
 
+from memories.api_keys import default_tenant
 from memories.models import Memory, Persona, Scope
 from tests.conftest import client_for, make_user
 from tests.memories.helpers import make_memory
@@ -70,7 +71,7 @@ def test_concurrent_searches_lose_no_access_count():
 def test_a_shared_persona_memory_keeps_its_statistics_whoever_recalls_it(owner):
     """Every user of a persona reads its persona-scope memories: if recall moved their
     access_count, one user would see in it what the others ask about."""
-    persona = Persona.objects.create(name="Tutor")
+    persona = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     shared = make_memory(
         owner,
         scope=Scope.PERSONA,

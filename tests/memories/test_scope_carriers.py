@@ -8,6 +8,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.migrations.loader import MigrationLoader
 
 from memories import services
+from memories.api_keys import default_tenant
 from memories.carriers import owned_carriers, ownership_errors, scope_in_context
 from memories.errors import InvalidInput
 from memories.fact_keys import fact_group
@@ -94,7 +95,7 @@ def test_the_constraint_is_the_one_the_migrations_created(db):
 def carriers(owner) -> dict:
     return {
         "user": owner,
-        "persona": Persona.objects.create(name="Tutor"),
+        "persona": Persona.objects.create(tenant=default_tenant(), name="Tutor"),
         "project": Project.objects.create(owner=owner, name="Backend"),
         "topic": Topic.objects.create(user=owner, title="Trip"),
     }

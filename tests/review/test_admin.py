@@ -4,6 +4,7 @@ through the services, and each memory's revision history."""
 import pytest
 
 from memories import services
+from memories.api_keys import default_tenant
 from memories.models import Memory, MemoryRevision, Persona, RevisionAction, Scope, Source, Status
 from tests.memories.helpers import make_memory, make_pending
 from tests.review.html import page_of
@@ -24,7 +25,7 @@ def listed(response) -> set[str]:
 @pytest.fixture
 def memories(owner, other) -> dict:
     project = services.project_create(owner=owner, name="Backend")
-    tutor = Persona.objects.create(name="Tutor")
+    tutor = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     return {
         "alpha": make_memory(owner, key="alpha", value="Lives in Porto", category="places"),
         "bravo": make_pending(other, key="bravo", value="Lives in Oslo", category="places"),

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from extraction.models import ExtractionRun, RunStatus, SourceKind
 from memories import services
+from memories.api_keys import default_tenant
 from memories.models import (
     Memory,
     MemoryRevision,
@@ -75,7 +76,7 @@ def realistic_queue(owner, other) -> dict:
     from, plain ones with similar memories of their user, a replacement proposal, a project
     one and a persona one. The extracted ones come last, so they are first in the queue."""
     project = services.project_create(owner=owner, name="Checkout service")
-    tutor = Persona.objects.create(name="Tutor")
+    tutor = Persona.objects.create(tenant=default_tenant(), name="Tutor")
     make_memory(owner, key="pet", value="Has a dog called Rex", category="family")
     make_memory(owner, key="sport", value="Plays tennis on Sundays", category="hobbies")
     make_memory(owner, key="food", value="Vegetarian, likes Thai curries", category="food")

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from extraction.models import ExtractionRun, RunStatus, SourceKind
 from memories import services
+from memories.api_keys import default_tenant
 from memories.models import (
     Memory,
     MemoryRevision,
@@ -213,8 +214,8 @@ def test_the_queue_shows_a_candidates_text_escaped(staff_client, owner):
 def varied_queue(owner, other) -> dict:
     """One pending memory for each filter, plus active ones that must never be listed."""
     project = services.project_create(owner=owner, name="Backend")
-    tutor = Persona.objects.create(name="Tutor")
-    coach = Persona.objects.create(name="Coach")
+    tutor = Persona.objects.create(tenant=default_tenant(), name="Tutor")
+    coach = Persona.objects.create(tenant=default_tenant(), name="Coach")
     conversation = {"status": Status.PENDING_REVIEW, "actor": None}
     memories = {
         "plain": make_pending(owner, key="pet", value="Has a cat", category="animals"),
@@ -372,7 +373,7 @@ def test_the_queue_costs_a_fixed_number_of_queries_plus_one_similarity_search_pe
     staff_client, owner, other
 ):
     project = services.project_create(owner=owner, name="Backend")
-    tutor = Persona.objects.create(name="Tutor")
+    tutor = Persona.objects.create(tenant=default_tenant(), name="Tutor")
 
     def add_candidates(user, n):
         """n replacement proposals, and n project (owner) or persona_user (other) candidates."""
