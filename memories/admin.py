@@ -138,7 +138,15 @@ class RevisionInline(admin.TabularInline):
 @admin.register(Memory)
 class MemoryAdmin(admin.ModelAdmin):
     list_display = ["key", "value", "scope", "status", "source", "user", "importance", "created_at"]
-    list_filter = ["status", "scope", "source", "category", "user", "persona"]
+    # Only the users and personas of the memories listed (a tenant-bound staff account's).
+    list_filter = [
+        "status",
+        "scope",
+        "source",
+        "category",
+        ("user", admin.RelatedOnlyFieldListFilter),
+        ("persona", admin.RelatedOnlyFieldListFilter),
+    ]
     search_fields = ["key", "value", "user__username"]
     list_select_related = ["user"]
     readonly_fields = [

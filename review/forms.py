@@ -5,7 +5,7 @@ from django import forms
 from django.conf import settings
 
 from memories.models import Persona, ProposalKind, Scope, Source, User
-from memories.selectors import personas_of
+from memories.selectors import administered_by, personas_of
 
 # The queue's age filter: (value, label, newer than, older than).
 AGES = [
@@ -37,10 +37,14 @@ class QueueFilterForm(forms.Form):
 
     def __init__(self, *args, actor: User, **kwargs):
         super().__init__(*args, **kwargs)
-        # Only the personas the reviewer reaches (their tenant's) are offered or accepted.
+        # Only the users and personas the reviewer administers (their tenant's) are offered
+        # or accepted.
         persona_field = self.fields["persona"]
         assert isinstance(persona_field, forms.ModelChoiceField)
         persona_field.queryset = personas_of(actor).order_by("name")
+        user_field = self.fields["user"]
+        assert isinstance(user_field, forms.ModelChoiceField)
+        user_field.queryset = User.objects.filter(administered_by(actor)).order_by("username")
 
 
 class BulkActionForm(forms.Form):

@@ -115,12 +115,15 @@ def pending_proposals(*, actor: User, kind: str = "") -> QuerySet[ConsolidationP
     return pending
 
 
-def conversation_source(kind: str, source_id: UUID) -> Topic | WorkSession | None:
-    """The topic ("topic") or work session ("work-session") with whom it belongs to."""
+def conversation_source(*, actor: User, kind: str, source_id: UUID) -> Topic | WorkSession | None:
+    """The topic ("topic") or work session ("work-session") of a user staff `actor`
+    administers, with whom it belongs to (another tenant's is not found)."""
+    administered = selectors.administered_by(actor, via="user__")
     if kind == "topic":
-        return Topic.objects.select_related("user").filter(id=source_id).first()
+        return Topic.objects.select_related("user").filter(administered, id=source_id).first()
     if kind == "work-session":
-        return WorkSession.objects.select_related("user", "project").filter(id=source_id).first()
+        sessions = WorkSession.objects.select_related("user", "project")
+        return sessions.filter(administered, id=source_id).first()
     return None
 
 

@@ -218,7 +218,9 @@ def conversation(request, kind: str, source_id):
     """A conversation (topic) or work session as extraction read it, with the messages a
     memory (?memory=<id>) was extracted from marked: the first of them and the messages around
     it, or, without any, the last messages before the memory was made."""
-    source = review_selectors.conversation_source(kind, source_id)
+    source = review_selectors.conversation_source(
+        actor=request.user, kind=kind, source_id=source_id
+    )
     if source is None:
         raise Http404("No such conversation.")
     memory = _memory_of(source, request.GET.get("memory", ""))

@@ -134,18 +134,18 @@ def test_the_queue_narrows_by_each_filter_given(staff, owner, other):
     assert queue(user=None, category="", age="") == {city, pet, old}  # empty values: all
 
 
-def test_the_memory_to_edit_is_a_live_one_with_its_source(owner):
+def test_the_memory_to_edit_is_a_live_one_with_its_source(owner, staff):
     topic = Topic.objects.create(user=owner, title="Moving")
     city = make_pending(owner, key="city", value="Lives in Oslo", source_topic=topic)
     gone = make_pending(owner, key="pet", value="Has a cat")
     services.memory_delete(memory=gone, actor=owner)
 
-    found = selectors.memory_to_edit(city.id)
+    found = selectors.memory_to_edit(actor=staff, memory_id=city.id)
 
     assert found == city
     assert found.source_topic.title == "Moving"
-    assert selectors.memory_to_edit(gone.id) is None
-    assert selectors.memory_to_edit(uuid4()) is None
+    assert selectors.memory_to_edit(actor=staff, memory_id=gone.id) is None
+    assert selectors.memory_to_edit(actor=staff, memory_id=uuid4()) is None
 
 
 # --- Conversation ------------------------------------------------------------------------------
@@ -168,14 +168,19 @@ def said(topic) -> list[Message]:
     return messages
 
 
-def test_the_conversation_source_is_found_by_kind(owner, topic):
+def test_the_conversation_source_is_found_by_kind(owner, topic, staff):
     session = WorkSession.objects.create(user=owner)
 
-    assert selectors.conversation_source("topic", topic.id) == topic
-    assert selectors.conversation_source("work-session", session.id) == session
-    assert selectors.conversation_source("work-session", topic.id) is None
-    assert selectors.conversation_source("topic", session.id) is None
-    assert selectors.conversation_source("elsewhere", topic.id) is None
+    assert selectors.conversation_source(actor=staff, kind="topic", source_id=topic.id) == topic
+    assert (
+        selectors.conversation_source(actor=staff, kind="work-session", source_id=session.id)
+        == session
+    )
+    assert (
+        selectors.conversation_source(actor=staff, kind="work-session", source_id=topic.id) is None
+    )
+    assert selectors.conversation_source(actor=staff, kind="topic", source_id=session.id) is None
+    assert selectors.conversation_source(actor=staff, kind="elsewhere", source_id=topic.id) is None
 
 
 def test_a_memory_is_found_only_against_the_source_it_came_from(owner, topic):
