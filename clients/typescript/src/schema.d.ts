@@ -473,10 +473,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Every user may read personas; staff create and change them. */
+        /**
+         * @description Every user may read their tenant's personas; its staff (review keys) create and change
+         *     them. Another tenant's persona is not found.
+         */
         get: operations["personas_list"];
         put?: never;
-        /** @description Every user may read personas; staff create and change them. */
+        /**
+         * @description Every user may read their tenant's personas; its staff (review keys) create and change
+         *     them. Another tenant's persona is not found.
+         */
         post: operations["personas_create"];
         delete?: never;
         options?: never;
@@ -491,14 +497,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** @description Every user may read personas; staff create and change them. */
+        /**
+         * @description Every user may read their tenant's personas; its staff (review keys) create and change
+         *     them. Another tenant's persona is not found.
+         */
         get: operations["personas_retrieve"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** @description Every user may read personas; staff create and change them. */
+        /**
+         * @description Every user may read their tenant's personas; its staff (review keys) create and change
+         *     them. Another tenant's persona is not found.
+         */
         patch: operations["personas_partial_update"];
         trace?: never;
     };
@@ -1560,6 +1572,8 @@ export interface components {
         PatchedPersonaRequest: {
             name?: string;
             memory_enabled?: boolean;
+            /** @description The slug of the tenant the persona belongs to; only its users and keys see it. A key's persona is its own tenant's; a local staff login names one when the installation has several. Fixed once created. */
+            tenant?: string;
         };
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
@@ -1584,6 +1598,8 @@ export interface components {
             readonly id: string;
             name: string;
             memory_enabled?: boolean;
+            /** @description The slug of the tenant the persona belongs to; only its users and keys see it. A key's persona is its own tenant's; a local staff login names one when the installation has several. Fixed once created. */
+            tenant?: string;
             /** Format: date-time */
             readonly created_at: string;
         };
@@ -1594,6 +1610,8 @@ export interface components {
         PersonaRequest: {
             name: string;
             memory_enabled?: boolean;
+            /** @description The slug of the tenant the persona belongs to; only its users and keys see it. A key's persona is its own tenant's; a local staff login names one when the installation has several. Fixed once created. */
+            tenant?: string;
         };
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
