@@ -12,9 +12,9 @@ The claim is a conditional UPDATE of the delivery's `next_attempt_at` (due -> pa
 attempt's bound and a margin): of two workers, or a task and the periodic sweep, meeting on
 one delivery, exactly one updates the row and sends; the claim outlives the attempt, so
 nothing is sent twice while one is in flight; a worker that dies mid-attempt leaves the
-delivery due again once that time has passed. Retries are not Celery countdowns: without a broker a task
-runs at once (the embedded worker, inline), so the row's `next_attempt_at` says when, and the
-periodic task sends what is due in all three set-ups alike."""
+delivery due again once that time has passed. Retries are not Celery countdowns: without a
+broker a task runs at once (the embedded worker, inline), so the row's `next_attempt_at` says
+when, and the periodic task sends what is due in all three set-ups alike."""
 
 import asyncio
 import functools
