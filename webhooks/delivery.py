@@ -2,17 +2,26 @@
 POST with httpx, record the attempt and what comes next (delivered; due again after the next
 wait of WEBHOOK_RETRY_SECONDS; failed after the last).
 
-The claim is a conditional UPDATE of the delivery's `next_attempt_at` (due -> past this
-attempt's timeout): of two workers, or a task and the periodic sweep, meeting on one delivery,
-exactly one updates the row and sends; a worker that dies mid-attempt leaves the delivery due
-again once that time has passed. Retries are not Celery countdowns: without a broker a task
-runs at once (the embedded worker, inline), so the row's `next_attempt_at` says when, and the
-periodic task sends what is due in all three set-ups alike."""
+An attempt (connect, send, wait for the status line) ends after WEBHOOK_TIMEOUT_SECONDS in
+all, however slowly the receiver answers: httpx's own timeouts bound each read, so a receiver
+sending a byte every few seconds would hold one attempt, and the worker running it, for as
+long as it likes. The request runs on httpx's async client under an asyncio deadline, which
+cancels it and closes its connection.
 
+The claim is a conditional UPDATE of the delivery's `next_attempt_at` (due -> past this
+attempt's bound and a margin): of two workers, or a task and the periodic sweep, meeting on
+one delivery, exactly one updates the row and sends; the claim outlives the attempt, so
+nothing is sent twice while one is in flight; a worker that dies mid-attempt leaves the
+delivery due again once that time has passed. Retries are not Celery countdowns: without a
+broker a task runs at once (the embedded worker, inline), so the row's `next_attempt_at` says
+when, and the periodic task sends what is due in all three set-ups alike."""
+
+import asyncio
 import functools
 import logging
 import ssl
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
@@ -31,13 +40,17 @@ from webhooks.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
-from webhooks.targets import TargetRefused, resolve
+from webhooks.targets import Target, TargetRefused, resolve
 
 logger = logging.getLogger("webhooks.delivery")
 
 # At most this many due deliveries per run of the periodic task; the rest wait for the next.
 DUE_BATCH = 100
 USER_AGENT = "memory-service-webhooks/1"
+# A claim lasts an attempt's bound and this much more: the target's name is looked up before
+# the bound starts (the system's resolver cannot be cancelled: its own timeouts, a few seconds
+# a try, apply), and the attempt is recorded after it ends.
+CLAIM_MARGIN_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -47,8 +60,13 @@ class Sent:
     error: str = ""
 
 
+def claim_seconds() -> float:
+    """How long a claim holds a delivery: longer than any attempt can take."""
+    return settings.WEBHOOK_TIMEOUT_SECONDS + CLAIM_MARGIN_SECONDS
+
+
 def _claim(delivery_id: UUID | str, now: datetime) -> bool:
-    claim_until = now + timedelta(seconds=settings.WEBHOOK_TIMEOUT_SECONDS + 30)
+    claim_until = now + timedelta(seconds=claim_seconds())
     return bool(
         WebhookDelivery.objects.filter(
             id=delivery_id,
@@ -87,25 +105,50 @@ def _send(endpoint: WebhookEndpoint, delivery: WebhookDelivery, at: datetime) ->
         target = resolve(endpoint.url)
     except TargetRefused as refused:
         return Sent(AttemptOutcome.REFUSED, error=str(refused))
+    headers = signed_headers(endpoint, delivery, at)
+    headers["host"] = httpx.URL(endpoint.url).netloc.decode("ascii")
+    return _run_to_end(_post_within_bound(endpoint.url, target, headers, delivery.body.encode()))
+
+
+def _run_to_end(coroutine):
+    """Run `coroutine` on an event loop of its own, which is closed with whatever it left.
+    A worker thread has no loop; a caller that is in one (an in-process task sent from async
+    code) gets the loop on a short-lived thread instead."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhook-attempt") as thread:
+        return thread.submit(asyncio.run, coroutine).result()
+
+
+async def _post_within_bound(url: str, target: Target, headers: dict, body: bytes) -> Sent:
+    """POST to the target's addresses in turn, all within WEBHOOK_TIMEOUT_SECONDS: past it
+    the request under way is cancelled (its connection closed) and the attempt is a timeout."""
+    bound = settings.WEBHOOK_TIMEOUT_SECONDS
+    try:
+        async with asyncio.timeout(bound):
+            return await _post(url, target, headers, body, bound)
+    except TimeoutError:
+        return Sent(AttemptOutcome.TIMEOUT, error=f"Timeout: no answer within {bound:g} s in all")
+
+
+async def _post(url: str, target: Target, headers: dict, body: bytes, bound: float) -> Sent:
     # Connect to an address just checked (no second lookup that DNS could answer
     # differently), the next one when it refuses the connection (a name with an IPv6 and an
     # IPv4 address, a server on one of them); the Host header and TLS (SNI, the
     # certificate's name) keep the host name.
-    headers = signed_headers(endpoint, delivery, at)
-    headers["host"] = httpx.URL(endpoint.url).netloc.decode("ascii")
     status_code = None
     failed = Sent(AttemptOutcome.ERROR, error="no address")
-    with httpx.Client(
-        timeout=settings.WEBHOOK_TIMEOUT_SECONDS, verify=_tls_context(), trust_env=False
-    ) as client:
+    async with httpx.AsyncClient(timeout=bound, verify=_tls_context(), trust_env=False) as client:
         for address in target.addresses:
             try:
                 # Streamed and closed unread: only the status counts, and a receiver's
                 # answer, however large, is never loaded.
-                with client.stream(
+                async with client.stream(
                     "POST",
-                    httpx.URL(endpoint.url).copy_with(host=address),
-                    content=delivery.body.encode(),
+                    httpx.URL(url).copy_with(host=address),
+                    content=body,
                     headers=headers,
                     extensions={"sni_hostname": target.host},
                 ) as response:
