@@ -1,4 +1,5 @@
-"""`python -m bench run|quality|latency|sweep|vague|tune|graphs|report`: runs each part on each
+"""`python -m bench run|quality|latency|sweep|vague|tune|graphs|report` (and `served`,
+`fair_writes`, `embedders`, `calibrate`, with options of their own): runs each part on each
 database in a worker process of its own (throwaway SQLite file; fresh database on a pgserver
 PostgreSQL), collects the JSON, writes bench/results/<name>.json and docs/benchmarks.md (not
 for vague, which prints its table instead). graphs runs on PostgreSQL alone (bench/graphs.py)."""
@@ -93,6 +94,12 @@ def main(argv: list[str] | None = None) -> None:
         from bench import tenants
 
         tenants.main(argv[1:])
+        return
+    if argv[:1] == ["fair_writes"]:
+        # Other users' saves during a large import and an erasure (bench/fair_writes.py).
+        from bench import fair_writes
+
+        fair_writes.main(argv[1:])
         return
     if argv[:1] == ["served"]:
         # Its own options (and its own databases, gunicorn and client processes).

@@ -4,6 +4,7 @@ console summary of a run."""
 import json
 
 from bench.common import DOCS, RESULTS, ROOT
+from bench.fair_writes import fair_writes_section
 from bench.report_cells import cell, newest_result, pct
 from bench.report_graphs import graphs_section
 from bench.report_latency import MODES, latency_history_section, latency_section
@@ -52,6 +53,7 @@ def markdown(found: list) -> str:
     tenants = newest_result(found, "tenants")
     if tenants:
         out += tenants_section(*tenants)
+    out += fair_writes_section(found)
     graphs = newest_result(found, "graphs")
     if graphs:
         out += graphs_section(*graphs)

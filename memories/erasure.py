@@ -9,10 +9,13 @@ other users' writes failed with "database is locked"):
    X-User-Id names a fresh user from now on. erasure_started_at marks the erasure as pending.
 2. erasure_memory_batch, repeated: ERASE_BATCH memories with their vectors, keyword rows,
    embedding rows and revisions, one transaction each.
-3. erasure_complete, one transaction: whatever a request of the user still in flight wrote
-   meanwhile, the keyword index's leftovers, browser sessions, admin log entries and the user
-   row with everything that cascades from it (projects, topics and messages, work sessions,
-   extraction state and runs, consolidation proposals).
+3. erasure_complete: the user's conversation messages in batches, the keyword index's
+   leftovers (SQLite's full-text index merged a step at a time), each in short transactions;
+   then one transaction: whatever a request of the user still in flight wrote meanwhile,
+   browser sessions, admin log entries and the user row with everything that cascades from
+   it (projects, topics, work sessions, extraction state and runs, consolidation proposals).
+Between two transactions of steps 2 and 3 the erasure gives way to other writers on SQLite
+(memories/write_turns.py).
 Every step can be repeated; an erasure a crash stopped half-way is finished by calling
 user_erase again (DELETE /api/users/{id} finds the hidden user) or by erasures_finish
 (manage.py finish_erasures, and Celery beat every ERASURE_FINISH_INTERVAL_SECONDS)."""
@@ -29,10 +32,11 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from memories.errors import Forbidden
-from memories.models import ApiKey, Memory, MemoryRevision, User
+from memories.models import ApiKey, Memory, MemoryRevision, Message, User, WorkSessionMessage
 from memories.recall.index import unindex_memories
 from memories.recall.keyword import get_keyword_index
 from memories.recall.vector_store import get_vector_store
+from memories.write_turns import give_way
 from webhooks.events import deliveries_of_user_drop, user_erased
 
 # Memories per transaction. On SQLite 100 hold the write lock for 30-40 ms on the project's
@@ -41,6 +45,11 @@ from webhooks.events import deliveries_of_user_drop, user_erased
 # the rows it deletes, not the database: larger batches there only save time (50,000
 # memories in ~30 s by 100, ~20 s by 1,000).
 ERASE_BATCH = {"sqlite": 100, "postgresql": 1000}
+# Messages per transaction (no index rows: deleting one is cheap).
+ERASE_MESSAGE_BATCH = {"sqlite": 1000, "postgresql": 5000}
+# Steps of the keyword index's purge (each merges FTS_MERGE_PAGES pages) before the rest is
+# done in one transaction.
+PURGE_MAX_STEPS = 10_000
 # Celery beat finishes erasures started at least this long ago: younger ones are most likely
 # still under way in the request that started them (running both is harmless, only wasted).
 ERASURE_RESUME_AFTER = timedelta(minutes=10)
@@ -107,15 +116,7 @@ def erasure_memory_batch(*, user_id: UUID, size: int | None = None) -> int:
     if not memory_ids:
         return 0
     locked_seconds = _erase_memories(memory_ids, last=False)
-    if connection.vendor == "sqlite":
-        # SQLite does not queue writers: one that finds the lock taken sleeps and tries
-        # again after 1, 2, 5 ... up to 100 ms. Without a pause the next batch takes the
-        # lock before a waiting request wakes, which then waited up to seconds. A pause of
-        # half the time the batch held the lock lets waiting requests in (measured with a
-        # search and a write in a loop: p95 140 ms, against 220 ms with a pause as long as
-        # the batch, which doubled the erasure's time); PostgreSQL locks rows, not the
-        # database, so nothing there waits on a batch.
-        time.sleep(min(locked_seconds / 2, 0.05))
+    give_way(locked_seconds)
     return len(memory_ids)
 
 
@@ -133,14 +134,24 @@ def _erase_memories(memory_ids: list[UUID], *, last: bool) -> float:
 
 
 def erasure_complete(*, user_id: UUID) -> None:
-    """Step 3: everything else, and the user row, in one transaction. Idempotent."""
+    """Step 3: everything else, and the user row. Idempotent. What may be large goes first
+    in short transactions of its own (the user's conversation messages; the full-text
+    index's merge, which rewrites every user's part of it on SQLite), so that the last
+    transaction only deletes the user row and what little is left."""
     session_keys = _session_keys_of(user_id)  # read outside: it decodes every live session
+    _erase_messages(user_id)
+    # FTS5 keeps deleted words in its segments until they are merged (erasure only).
+    _purge_keyword_index()
     with transaction.atomic():
         # A request of the user authenticated before step 1 may have written since.
         leftovers = list(Memory.objects.filter(user_id=user_id).values_list("id", flat=True))
         _erase_memories(leftovers, last=True)
-        # FTS5 keeps deleted words in its segments until they are merged (erasure only).
-        get_keyword_index().purge_deleted()
+        if leftovers:
+            # Rare (a write in flight since step 1): their words are purged in this
+            # transaction, whatever it takes, so that none survives the user row.
+            first = True
+            while get_keyword_index().purge_deleted(first=first):
+                first = False
         Session.objects.filter(session_key__in=session_keys).delete()
         LogEntry.objects.filter(object_id=str(user_id), content_type__model="user").delete()
         # Events of a request still in flight since step 1 (memory events are dropped).
@@ -148,6 +159,37 @@ def erasure_complete(*, user_id: UUID) -> None:
         # The rest hangs on the user by cascading foreign keys (projects, topics and their
         # messages, work sessions, extraction state and runs, proposals, admin log entries).
         User.objects.filter(id=user_id).delete()
+
+
+def _erase_messages(user_id: UUID) -> None:
+    """The messages of the user's topics and work sessions, ERASE_MESSAGE_BATCH per
+    transaction (a long conversation history would otherwise go in the last one)."""
+    size = ERASE_MESSAGE_BATCH[connection.vendor]
+    for model, owner in ((Message, "topic__user_id"), (WorkSessionMessage, "session__user_id")):
+        while True:
+            ids = list(model.objects.filter(**{owner: user_id}).values_list("id", flat=True)[:size])
+            if not ids:
+                break
+            started = time.monotonic()
+            model.objects.filter(id__in=ids).delete()
+            give_way(time.monotonic() - started)
+
+
+def _purge_keyword_index() -> None:
+    """The keyword index's purge of deleted rows, one short transaction per step."""
+    index = get_keyword_index()
+    for step in range(PURGE_MAX_STEPS):
+        started = time.monotonic()
+        with transaction.atomic():
+            more = index.purge_deleted(first=step == 0)
+        give_way(time.monotonic() - started)
+        if not more:
+            return
+    # Writes of other users kept adding to the index as fast as it merged: the last
+    # transaction purges what is left in one go (as every erasure used to).
+    with transaction.atomic():
+        while index.purge_deleted(first=False):
+            pass
 
 
 def erasure_finish(*, user_id: UUID) -> None:
