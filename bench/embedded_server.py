@@ -5,14 +5,16 @@ PostgreSQL, Redis and Celery), both started as the README starts them and measur
 run; and, for the record, Django's development server (`manage.py runserver --noreload`, what
 `./scripts/serve` ran before issue 42) on the embedded default's database.
 
-For each target: a set-up over the API (an API key from `manage.py create_api_key`, then
-`--memories` memories of one end user through POST /api/memories/batch), then from this
-process, a separate client over 127.0.0.1: `--connections` first requests, each
-GET /api/memories/<id> on a new connection; then on one kept-alive connection `--requests`
-rounds of GET /healthz, GET /api/memories/<id> and GET /api/memories/search. p50/p95 in ms
-of each. The production set runs on a fresh database of the benchmark's PostgreSQL
-(bench/pg.py) and Redis database 7 (as bench/slow_clients.py), with nginx when it is
-installed (FRONT=none otherwise, said in the results). Writes
+Every target is started, then set up over the API (an API key from `manage.py
+create_api_key`, then `--memories` memories of one end user through POST
+/api/memories/batch); then from this process, a separate client over 127.0.0.1, the targets
+taking turns request by request (so a change in the machine's load hits them alike):
+`--connections` first requests, each GET /api/memories/<id> on a new connection; then on one
+kept-alive connection per target `--requests` rounds of GET /healthz, GET
+/api/memories/<id> and GET /api/memories/search. p50/p95 in ms of each. The production
+set runs on a fresh database of the benchmark's PostgreSQL (bench/pg.py) and Redis
+database 7 (as bench/slow_clients.py), with nginx when it is installed (FRONT=none
+otherwise, said in the results). Writes
 bench/results/embedded-server-<commit>.json (or --name), a markdown table on stdout, and
 rewrites docs/benchmarks.md."""
 
@@ -85,7 +87,8 @@ class Client:
         self.connection.close()
 
 
-def measure(port: int, key: str, *, memories: int, requests: int, connections: int) -> dict:
+def set_up(port: int, key: str, memories: int) -> tuple[dict, str]:
+    """The end user's memories, through the API; its headers and one memory's path."""
     headers = {"Authorization": f"Bearer {key}", "X-User-Id": USER}
     setup = Client(port, headers)
     items = [
@@ -94,30 +97,43 @@ def measure(port: int, key: str, *, memories: int, requests: int, connections: i
     ]
     setup.timed("POST", "/api/memories/batch", {"memories": items})
     _, page = setup.timed("GET", "/api/memories?page_size=1")
-    memory_id = page["data"][0]["id"]  # type: ignore[index]
     setup.close()
+    return headers, f"/api/memories/{page['data'][0]['id']}"  # type: ignore[index]
 
-    memory_path = f"/api/memories/{memory_id}"
-    first = []
+
+def measure(targets: dict[str, tuple[int, dict, str]], *, requests: int, connections: int):
+    """targets: name -> (port, headers, a memory's path). The targets take turns, request by
+    request, so a change in the machine's load (other processes) hits them alike."""
+    first: dict[str, list[float]] = {name: [] for name in targets}
     for _ in range(connections):
-        client = Client(port, headers)
-        first.append(client.timed("GET", memory_path)[0])
-        client.close()
-    paths = {
-        "healthz": "/healthz",
-        "memory": memory_path,
-        "search": "/api/memories/search?q=hiking+near+the+coast&top_k=5",
+        for name, (port, headers, memory_path) in targets.items():
+            client = Client(port, headers)
+            first[name].append(client.timed("GET", memory_path)[0])
+            client.close()
+    kinds = ("healthz", "memory", "search")
+    reused: dict[str, dict[str, list[float]]] = {
+        name: {kind: [] for kind in kinds} for name in targets
     }
-    reused: dict[str, list[float]] = {name: [] for name in paths}
-    client = Client(port, headers)
-    client.timed("GET", "/healthz")  # the connection's first request is not counted
+    clients = {name: Client(port, headers) for name, (port, headers, _) in targets.items()}
+    for client in clients.values():
+        client.timed("GET", "/healthz")  # a connection's first request is not counted
     for _ in range(requests):
-        for name, path in paths.items():
-            reused[name].append(client.timed("GET", path)[0])
-    client.close()
+        for kind in kinds:
+            for name, (_, _, memory_path) in targets.items():
+                path = {
+                    "healthz": "/healthz",
+                    "memory": memory_path,
+                    "search": "/api/memories/search?q=hiking+near+the+coast&top_k=5",
+                }[kind]
+                reused[name][kind].append(clients[name].timed("GET", path)[0])
+    for client in clients.values():
+        client.close()
     return {
-        "first_request_new_connection": percentiles(first),
-        "reused_connection": {name: percentiles(samples) for name, samples in reused.items()},
+        name: {
+            "first_request_new_connection": percentiles(first[name]),
+            "reused_connection": {kind: percentiles(reused[name][kind]) for kind in kinds},
+        }
+        for name in targets
     }
 
 
@@ -167,7 +183,27 @@ def base_environment() -> dict:
     }
 
 
-def run_target(target: str, tmp: Path, args, database_url: Callable[[], str]) -> dict:
+class Target:
+    """One server, started as the README starts it; stop() ends it and what it left."""
+
+    def __init__(self, name: str, process: subprocess.Popen, port: int, details: dict) -> None:
+        self.name, self.process, self.port, self.details = name, process, port, details
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.name == "production":
+            shutil.rmtree(ROOT / "var" / "nginx" / str(self.port), ignore_errors=True)
+
+
+def start_target(
+    target: str, tmp: Path, args, database_url: Callable[[], str]
+) -> tuple[Target, str]:
+    """The server answering, and an API key of it."""
     port = free_port()
     env = {
         **base_environment(),
@@ -212,29 +248,14 @@ def run_target(target: str, tmp: Path, args, database_url: Callable[[], str]) ->
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT
         )
+    server = Target(target, process, port, details)
     try:
         details["start_seconds"] = round(wait_answering(port, process, log), 1)
         key = manage(env, "create_api_key", "bench", "--scopes", "read,write").strip()
-        key = key.splitlines()[-1]
-        details.update(
-            measure(
-                port,
-                key,
-                memories=args.memories,
-                requests=args.requests,
-                connections=args.connections,
-            )
-        )
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if target == "production":
-            shutil.rmtree(ROOT / "var" / "nginx" / str(port), ignore_errors=True)
-    return details
+    except BaseException:
+        server.stop()
+        raise
+    return server, key.splitlines()[-1]
 
 
 def markdown(results: dict) -> list[str]:
@@ -333,14 +354,26 @@ def main(argv: list[str] | None = None) -> None:
         databases.append(name)
         return url
 
+    started_targets: list[Target] = []
     try:
+        measured: dict[str, tuple[int, dict, str]] = {}
         for target in targets:
-            print(f"== {target}", flush=True)
+            print(f"== starting {target}", flush=True)
             try:
-                results["embedded_server"][target] = run_target(target, tmp, args, database_url)
+                server, key = start_target(target, tmp, args, database_url)
+                started_targets.append(server)
+                headers, memory_path = set_up(server.port, key, args.memories)
+                measured[target] = (server.port, headers, memory_path)
+                results["embedded_server"][target] = server.details
             except Exception as exc:  # the other targets' figures are still written
                 results["embedded_server"][target] = {"error": f"{type(exc).__name__}: {exc}"}
+        print(f"== measuring {', '.join(measured)}, in turn", flush=True)
+        figures = measure(measured, requests=args.requests, connections=args.connections)
+        for target, block in figures.items():
+            results["embedded_server"][target].update(block)
     finally:
+        for server in started_targets:
+            server.stop()
         if pg is not None:
             for name in databases:
                 pg.drop_database(name)
