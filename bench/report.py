@@ -4,6 +4,7 @@ console summary of a run."""
 import json
 
 from bench.common import DOCS, RESULTS, ROOT
+from bench.embedded_server import embedded_server_section
 from bench.fair_writes import fair_writes_section
 from bench.report_cells import cell, newest_result, pct
 from bench.report_graphs import graphs_section
@@ -50,6 +51,9 @@ def markdown(found: list) -> str:
     if served:
         out += served_section(*served)
         out += served_history_section(found)
+    embedded_server = newest_result(found, "embedded_server")
+    if embedded_server:
+        out += embedded_server_section(*embedded_server)
     tenants = newest_result(found, "tenants")
     if tenants:
         out += tenants_section(*tenants)

@@ -67,10 +67,11 @@ def embedded_start() -> bool:
 
 
 def _exit_on_sigterm() -> None:
-    """runserver leaves SIGTERM to Python's default, which ends the process at once, without
-    the exit handlers that log a task the worker did not finish: a SIGTERM exits normally
-    instead. Only where nobody has taken the signal (gunicorn's workers have their own
-    graceful stop) and in the main thread (the only one that may set a handler)."""
+    """runserver (`manage.py runserver`, scripts/serve before issue 42) leaves SIGTERM to
+    Python's default, which ends the process at once, without the exit handlers that log a
+    task the worker did not finish: a SIGTERM exits normally instead. Only where nobody has
+    taken the signal (gunicorn's workers have their own graceful stop) and in the main thread
+    (the only one that may set a handler)."""
     if threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:

@@ -1,7 +1,8 @@
-"""The serving entry point, loaded by `manage.py runserver` (scripts/serve) and by each
-gunicorn worker: the model prepared before the first request (so /readyz is 200 once the
-server listens), the embedded worker and scheduler started when there is no broker, MCP at
-/mcp beside Django, and the garbage collector run between requests rather than in them."""
+"""The serving entry point, loaded by each gunicorn worker (scripts/serve runs one, the
+production set several) and by `manage.py runserver`: the model prepared before the first
+request (so /readyz is 200 once the server listens), the embedded worker and scheduler
+started when there is no broker, MCP at /mcp beside Django, and the garbage collector run
+between requests rather than in them."""
 
 import os
 from collections.abc import Callable

@@ -163,6 +163,73 @@ def test_a_fresh_server_extracts_a_quiet_conversation_by_itself(served):
     assert "scan-extractions every 1 s" in log
 
 
+def test_the_embedded_default_is_gunicorn_answering_on_one_kept_alive_connection(served):
+    """runserver answered every request after the first on a kept-alive connection 44 ms
+    late; gunicorn answers them all on that connection (the latency is in the benchmark)."""
+    port, _, _ = served
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    answers = []
+    try:
+        for path in ("/healthz", "/api/", "/static/review/review.css", "/healthz"):
+            connection.request("GET", path)
+            response = connection.getresponse()
+            client_port = connection.sock.getsockname()[1]
+            response.read()
+            answers.append((response.status, response.getheader("Server"), client_port))
+    finally:
+        connection.close()
+
+    assert [status for status, _, _ in answers] == [200, 200, 200, 200]
+    assert {server for _, server, _ in answers} == {"gunicorn"}
+    assert len({client_port for _, _, client_port in answers}) == 1  # one connection
+
+
+def test_static_files_of_the_admin_and_the_review_pages_are_served(served):
+    port, _, _ = served
+    for path in ("/static/admin/css/base.css", "/static/review/review.css"):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("GET", path)
+        response = connection.getresponse()
+        body = response.read()
+        connection.close()
+
+        assert response.status == 200, path
+        assert response.getheader("Content-Type").startswith("text/css"), path
+        assert body, path
+
+
+def test_the_banner_comes_once_gunicorn_answers_with_the_login_under_it(served):
+    port, _, service = served
+    lines = service.log().splitlines()
+    banner = lines.index(
+        f"Serving on http://127.0.0.1:{port}/ (gunicorn; tasks and the periodic work on "
+        "threads of it, no broker; Ctrl-C stops it)"
+    )
+    listening = next(n for n, line in enumerate(lines) if "Listening at:" in line)
+    worker_ready = next(n for n, line in enumerate(lines) if "ready in" in line)
+
+    login = next(n for n, line in enumerate(lines) if line.startswith("Staff login: "))
+
+    assert listening < worker_ready < banner < login
+    assert lines[login].startswith("Staff login: username admin  password ")
+
+
+def test_a_second_serve_on_the_taken_port_says_so_and_stops(served, tmp_path):
+    port, _, service = served
+    env = {name: value for name, value in os.environ.items() if name != "DEBUG"}
+    env.update(HOST="127.0.0.1", PORT=str(port), DATABASE_URL=f"sqlite:///{tmp_path / 'db'}")
+
+    done = subprocess.run(
+        ["scripts/serve"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert done.returncode == 1
+    assert f"127.0.0.1:{port} is taken: another process listens there" in done.stderr
+    assert "Serving on" not in done.stdout
+    assert not (tmp_path / "db").exists()  # nothing ran: not even the migration
+    service.assert_running()
+
+
 def mcp_save_list_and_recall(url: str, key: str) -> None:
     """initialize, tools/list and tools/call through the MCP SDK's own client."""
     headers = {"Authorization": f"Bearer {key}", "X-User-Id": "mcp-user"}

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -25,15 +26,34 @@ from tests.topology import free_port
 REPO = Path(__file__).resolve().parents[2]
 UNSET = "<unset>"
 
+# gunicorn's stand-in answers one request on its --bind address (what serve waits for
+# before its banner), or with GUNICORN_FAILS exits at once, as on an address it cannot bind.
+ONE_ANSWER = """
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+host, port = sys.argv[sys.argv.index("--bind") + 1].rsplit(":", 1)
+class Answer(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+HTTPServer((host, int(port)), Answer).handle_request()
+"""
 STAND_IN_PYTHON = f"""#!/usr/bin/env bash
+if [ "$1" = scripts/_address.py ]; then exec {sys.executable} "$@"; fi
 echo "$2 ${{DEBUG-{UNSET}}}" >> "$(dirname "$0")/../../calls.log"
+if [ "$2" = create_first_admin ]; then echo "Staff login: (stand-in)"; fi
+if [ "$2" = gunicorn ]; then
+  echo "$*" > "$(dirname "$0")/../../gunicorn-arguments.log"
+  if [ -n "${{GUNICORN_FAILS:-}}" ]; then echo "gunicorn: cannot bind" >&2; exit 3; fi
+  exec {sys.executable} -c '{ONE_ANSWER}' "$@"
+fi
 """
 
 
 @pytest.fixture
 def checkout(tmp_path) -> Path:
     (tmp_path / "scripts").mkdir()
-    for name in ("serve", "_install.sh"):
+    for name in ("serve", "_install.sh", "_address.py"):
         shutil.copy2(REPO / "scripts" / name, tmp_path / "scripts" / name)
     (tmp_path / "config").mkdir()
     shutil.copy2(REPO / "config" / "nginx.conf", tmp_path / "config" / "nginx.conf")
@@ -52,24 +72,77 @@ def serve(checkout: Path, dotenv: str | None = None, **variables: str) -> dict[s
     """Run scripts/serve; the DEBUG each manage.py command saw, by command."""
     if dotenv is not None:
         (checkout / ".env").write_text(dotenv)
+    done = run_serve(checkout, **variables)
+    assert done.returncode == 0, done.stderr
+    return dict(line.split(" ", 1) for line in calls_of(checkout))
+
+
+def run_serve(checkout: Path, **variables: str) -> subprocess.CompletedProcess:
+    """scripts/serve (the embedded default) on a free port unless PORT is given."""
     environment = {key: value for key, value in os.environ.items() if key != "DEBUG"}
+    environment.update(HOST="127.0.0.1", PORT=str(free_port()))
     environment.update(variables)
-    done = subprocess.run(
+    return subprocess.run(
         [str(checkout / "scripts" / "serve")],
         env=environment,
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert done.returncode == 0, done.stderr
-    calls = (checkout / "calls.log").read_text().splitlines()
-    return dict(line.split(" ", 1) for line in calls)
 
 
 def test_without_debug_anywhere_serve_turns_it_on(checkout):
     seen = serve(checkout)
 
-    assert seen == {"migrate": "true", "create_first_admin": "true", "runserver": "true"}
+    assert seen == {"migrate": "true", "create_first_admin": "true", "gunicorn": "true"}
+
+
+def test_the_embedded_default_is_one_gunicorn_process_on_the_address(checkout):
+    port = free_port()
+    done = run_serve(checkout, PORT=str(port))
+
+    assert done.returncode == 0, done.stderr
+    assert (checkout / "gunicorn-arguments.log").read_text().strip() == (
+        f"-m gunicorn -c config/gunicorn.conf.py --bind 127.0.0.1:{port} --workers 1"
+    )
+
+
+def test_a_taken_port_stops_serve_before_anything_runs_and_without_a_banner(checkout):
+    with socket.socket() as other_server:
+        other_server.bind(("127.0.0.1", 0))
+        other_server.listen()
+        port = other_server.getsockname()[1]
+
+        done = run_serve(checkout, PORT=str(port))
+
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"scripts/serve: 127.0.0.1:{port} is taken: another process listens there (an earlier "
+        "./scripts/serve still running?). Stop it, or set PORT (or HOST) to serve elsewhere."
+    )
+    assert done.stdout == ""
+    assert calls_of(checkout) == []
+
+
+def test_a_port_that_is_not_a_number_stops_serve(checkout):
+    done = run_serve(checkout, PORT="http")
+
+    assert done.returncode == 1
+    assert "PORT=http: expected a port number" in done.stderr
+    assert calls_of(checkout) == []
+
+
+def test_gunicorn_stopping_before_it_answers_is_an_error_without_a_banner(checkout):
+    port = free_port()
+    done = run_serve(checkout, PORT=str(port), GUNICORN_FAILS="1")
+
+    assert done.returncode == 3  # gunicorn's
+    assert "Serving on" not in done.stdout
+    assert "Staff login" not in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"scripts/serve: gunicorn stopped (status 3) before it answered on "
+        f"http://127.0.0.1:{port}/: its log is above."
+    )
 
 
 def test_debug_false_in_dotenv_is_left_for_django_to_read(checkout):
@@ -349,20 +422,16 @@ LINKS = [
 ]
 
 
-def test_serve_prints_every_link_on_its_one_address(checkout):
-    environment = {key: value for key, value in os.environ.items() if key != "DEBUG"}
-    done = subprocess.run(
-        [str(checkout / "scripts" / "serve")],
-        env={**environment, "PORT": "9100"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_serve_prints_every_link_on_its_one_address_and_the_login_once_it_answers(checkout):
+    done = run_serve(checkout, PORT="9100")
 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert [line.format(port=9100) for line in LINKS] == lines[-len(LINKS) :]
-    assert "no broker" in lines[-len(LINKS) - 1]
+    # Only after gunicorn answered: the banner, the links, then the staff login.
+    assert "no broker" in lines[-len(LINKS) - 2]
+    assert lines[-len(LINKS) - 1 : -1] == [line.format(port=9100) for line in LINKS]
+    assert lines[-1] == "Staff login: (stand-in)"
+    assert lines.count("Staff login: (stand-in)") == 1
 
 
 def test_production_prints_the_same_links(checkout):
