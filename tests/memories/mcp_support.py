@@ -26,6 +26,7 @@ from django.db import connection
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
 
 from memories.mcp_server import mcp_http_app
 
@@ -179,6 +180,20 @@ def calls(*steps: tuple[str, dict]) -> Callable[[ClientSession], Awaitable]:
 
     async def action(session: ClientSession) -> list[types.CallToolResult]:
         return [await session.call_tool(name, arguments) for name, arguments in steps]
+
+    return action
+
+
+def call_refused(name: str, arguments: dict) -> Callable[[ClientSession], Awaitable]:
+    """An action calling one tool that the server answers with a JSON-RPC error, not a
+    result; gives the error (the call fails when a result comes)."""
+
+    async def action(session: ClientSession) -> types.ErrorData:
+        try:
+            result = await session.call_tool(name, arguments)
+        except McpError as exc:
+            return exc.error
+        raise AssertionError(f"a result, not a JSON-RPC error: {result}")
 
     return action
 
