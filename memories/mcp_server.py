@@ -118,7 +118,7 @@ def _mcp_tool(tool: Tool) -> types.Tool:
     return types.Tool(
         name=tool.name,
         description=tool.description,
-        inputSchema=tool.parameters,
+        inputSchema=tool.input_schema,
         annotations=types.ToolAnnotations(
             readOnlyHint=tool.scope == ApiKeyScope.READ,
             destructiveHint=tool.destructive,

@@ -76,7 +76,12 @@ def test_it_lists_the_same_tools_and_schemas_as_the_rest_api(mcp_url):
     assert [tool.name for tool in tools] == [t["function"]["name"] for t in listed]
     assert [tool.name for tool in tools] == list(TOOLS)
     for tool, openai in zip(tools, listed, strict=True):
-        assert tool.inputSchema == openai["function"]["parameters"]
+        parameters = openai["function"]["parameters"]
+        # The same arguments; MCP requires only those without a default (strict function
+        # calling lists every one, null meaning the default).
+        assert tool.inputSchema == {**parameters, "required": tool.inputSchema["required"]}
+        fields = TOOLS[tool.name].arguments().fields
+        assert tool.inputSchema["required"] == [n for n, f in fields.items() if f.required]
         assert tool.description == openai["function"]["description"]
         assert tool.annotations.readOnlyHint == (tool.name in {"memory_recall", "memory_context"})
 
@@ -255,6 +260,25 @@ def test_reads_never_create_the_end_user_and_the_first_write_does(mcp_url):
     user = User.objects.get(external_id="crm-new")
     assert result_body(saved)["memory"]["external_user_id"] == "crm-new"
     assert Memory.objects.get().user == user
+
+
+def test_memory_save_takes_a_key_and_value_alone_with_the_defaults_of_a_create(mcp_url):
+    _, raw_key = new_key("read", "write")
+
+    tools = over_http(mcp_url, key_headers(raw_key), list_tools)
+    result = over_http(
+        mcp_url, key_headers(raw_key), call("memory_save", {"key": "pet", "value": "Has a cat"})
+    )
+
+    schema = next(tool.inputSchema for tool in tools if tool.name == "memory_save")
+    assert schema["required"] == ["key", "value"]
+    memory = Memory.objects.get(id=result_body(result)["memory"]["id"])
+    assert (memory.confidence, memory.importance, memory.category, memory.scope) == (
+        1.0,
+        0.5,
+        "",
+        Scope.USER,
+    )
 
 
 def test_a_read_only_key_cannot_save_or_forget_but_can_recall(mcp_url):
