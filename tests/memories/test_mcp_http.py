@@ -15,6 +15,7 @@ from memories.tools import TOOLS
 from tests.conftest import client_for, make_user
 from tests.memories.helpers import make_memory
 from tests.memories.mcp_support import (
+    assert_typescript_session_completed,
     call,
     call_refused,
     calls,
@@ -22,6 +23,7 @@ from tests.memories.mcp_support import (
     http_server,
     list_tools,
     over_http,
+    over_typescript_sdk,
     result_body,
     tool_error,
 )
@@ -184,6 +186,15 @@ def test_a_host_allowed_hosts_does_not_name_is_the_apis_400(mcp_url, method):
         "fields": {"Host": [detail]},
     }
     assert not User.objects.filter(external_id="ext-alice").exists()
+
+
+def test_the_typescript_sdks_client_completes_a_session_its_get_refused(mcp_url):
+    _, raw_key = new_key("read", "write")
+
+    report = over_typescript_sdk(mcp_url, raw_key, "ext-alice")
+
+    assert_typescript_session_completed(report)
+    assert Memory.objects.get().user.external_id == "ext-alice"
 
 
 def test_an_allowed_host_with_its_port_is_served(mcp_url):
