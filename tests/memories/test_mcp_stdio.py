@@ -29,7 +29,7 @@ def test_it_lists_the_registry_tools_with_their_schemas():
 
     assert [tool.name for tool in tools] == list(TOOLS)
     for tool in tools:
-        assert tool.inputSchema == TOOLS[tool.name].parameters
+        assert tool.inputSchema == TOOLS[tool.name].input_schema
         assert tool.description == TOOLS[tool.name].description
 
 
