@@ -11,9 +11,14 @@ Two transports (manage.py mcp_server):
   context, as they do on POST /api/tools/{name}.
 
 A failed call is a tool result with isError set, whose text is the REST API's error body
-({"code", "detail", "fields"}) naming the argument, scope or id at fault.
+({"code", "detail", "fields"}) naming the argument, scope or id at fault. A call of a tool
+that does not exist is a JSON-RPC error, -32602 (invalid params), with that body as its data.
+
+Over HTTP only POST carries messages: the service offers no stream (a GET answers 405, as the
+transport's spec allows), so no connection stays open once its answer is sent.
 """
 
+import io
 import json
 import logging
 from collections.abc import Callable
@@ -24,11 +29,13 @@ from typing import Any, TypeVar
 import anyio
 import uvicorn
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.db import close_old_connections
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.exceptions import McpError
 from rest_framework.exceptions import APIException
 from starlette.applications import Starlette
 from starlette.datastructures import Headers, QueryParams
@@ -38,10 +45,11 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memories.api.errors import error_body, exception_handler
+from memories.api.middleware import disallowed_host_error
 from memories.api.parsers import holds_lone_surrogate
 from memories.api.serializers import RecallContextSerializer
 from memories.api_keys import Principal, Unauthenticated, principal_for, principal_writing
-from memories.errors import ServiceError
+from memories.errors import NotFound, ServiceError
 from memories.models import ApiKeyScope
 from memories.startup import prepare_serving_process
 from memories.tools import (
@@ -110,7 +118,7 @@ def _mcp_tool(tool: Tool) -> types.Tool:
     return types.Tool(
         name=tool.name,
         description=tool.description,
-        inputSchema=tool.parameters,
+        inputSchema=tool.input_schema,
         annotations=types.ToolAnnotations(
             readOnlyHint=tool.scope == ApiKeyScope.READ,
             destructiveHint=tool.destructive,
@@ -130,14 +138,26 @@ def mcp_server_build(*, caller_get: Callable[[Server], Caller]) -> Server:
     async def list_tools() -> list[types.Tool]:
         return [_mcp_tool(tool) for tool in TOOLS.values()]
 
-    # validate_input=False: the registry's serializer is the one validator, as for REST. It
-    # also takes optional arguments left out, which the strict schemas (every property
-    # required, null for "default") would refuse.
-    @server.call_tool(validate_input=False)
-    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def call_tool(request: types.CallToolRequest) -> types.ServerResult:
+        try:
+            tool = tool_get(request.params.name)
+        except NotFound as exc:
+            # A protocol error (the spec's own example of -32602), not a tool's failure: no
+            # tool ran. Its data is the API's error body, naming the argument `name`.
+            error = types.ErrorData(
+                code=types.INVALID_PARAMS, message=exc.detail, data=error_for(exc)[1]
+            )
+            raise McpError(error) from None
+        return types.ServerResult(await tool_result(tool, request.params.arguments or {}))
+
+    # Registered as the handler itself rather than through @server.call_tool, which answers
+    # every exception (McpError too) as a tool result with isError, and validates arguments
+    # against the schemas: the registry's serializer is the one validator, as for REST.
+    server.request_handlers[types.CallToolRequest] = call_tool
+
+    async def tool_result(tool: Tool, arguments: dict[str, Any]) -> types.CallToolResult:
         try:
             caller = caller_get(server)
-            tool = tool_get(name)
             tool_authorize(tool=tool, principal=caller.principal)
             principal = caller.principal
             if tool.scope != ApiKeyScope.READ:
@@ -157,7 +177,7 @@ def mcp_server_build(*, caller_get: Callable[[Server], Caller]) -> Server:
         except Exception:
             # The edge of the protocol: a bug must still answer the call with our error
             # shape (and no internals), not a bare exception text.
-            logger.exception("MCP tool %s failed", name)
+            logger.exception("MCP tool %s failed", tool.name)
             body = error_body(
                 "server_error", "Something went wrong on our side; the error was logged."
             )
@@ -229,11 +249,59 @@ class AuthenticationMiddleware:
         await self.app(scope, receive, send)
 
 
-def _json_rpc_error(code: int, message: str, status: int, *, close: bool = False) -> JSONResponse:
+def _json_rpc_error(
+    code: int, message: str, status: int, *, close: bool = False, headers: dict | None = None
+) -> JSONResponse:
     """A JSON-RPC error answer with no id (the request's could not be read). `close` tells
     the client the connection ends here: the rest of its body is never read."""
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
-    return JSONResponse(body, status, headers={"Connection": "close"} if close else None)
+    extra = {**(headers or {}), **({"Connection": "close"} if close else {})}
+    return JSONResponse(body, status, headers=extra or None)
+
+
+class AllowedHostMiddleware:
+    """A Host that ALLOWED_HOSTS does not name gets the REST API's 400 (code
+    disallowed_host), decided by Django's own get_host(): /mcp is not served through Django's
+    request handling, which checks it for every other path."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refusal = disallowed_host_error(ASGIRequest(scope, io.BytesIO()))
+            if refusal is not None:
+                await JSONResponse(refusal, status_code=400)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+# The one method that carries messages here. The transport answers a GET with a stream for
+# server-initiated messages, which a stateless server never sends: the stream stayed open
+# (a ping every 15 s) and held a WSGI worker thread for as long as the client kept it.
+ALLOWED_METHODS = "POST"
+
+
+class PostOnlyMiddleware:
+    """Every method but POST is 405 with `Allow: POST`, before anything else is done: GET
+    (no stream is offered, which the spec allows; the official clients then go on without
+    one), DELETE (no session to end) and the rest."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] == "POST":
+            await self.app(scope, receive, send)
+            return
+        message = (
+            "Method Not Allowed: this server offers no stream and no session; send JSON-RPC "
+            "messages with POST."
+        )
+        refusal = _json_rpc_error(
+            types.INVALID_REQUEST, message, 405, headers={"Allow": ALLOWED_METHODS}
+        )
+        await refusal(scope, receive, send)
 
 
 class _BodyTooLarge(Exception):
@@ -362,7 +430,11 @@ def mcp_http_app(*, probes: bool = False) -> Starlette:
     routes = [
         Route(
             "/mcp",
-            endpoint=AuthenticationMiddleware(RequestGuardMiddleware(manager.handle_request)),
+            endpoint=AllowedHostMiddleware(
+                PostOnlyMiddleware(
+                    AuthenticationMiddleware(RequestGuardMiddleware(manager.handle_request))
+                )
+            ),
         )
     ]
     if probes:

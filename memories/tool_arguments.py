@@ -98,14 +98,15 @@ def _field_schema(field: serializers.Field) -> dict:
     return schema
 
 
-def json_schema(arguments: type[ToolArguments]) -> dict:
+def json_schema(arguments: type[ToolArguments], *, strict: bool = True) -> dict:
     """The tool's parameters in strict function calling: every argument listed and required
-    (null for an optional one's default), nothing else allowed."""
+    (null for an optional one's default), nothing else allowed. Not `strict` (MCP, whose
+    clients may leave arguments out), only the arguments without a default are required."""
     fields = arguments().fields
     return {
         "type": "object",
         "properties": {name: _field_schema(field) for name, field in fields.items()},
-        "required": list(fields),
+        "required": [name for name, field in fields.items() if strict or field.required],
         "additionalProperties": False,
     }
 
@@ -125,7 +126,10 @@ class MemorySaveArguments(ToolArguments):
             f"{settings.MEMORY_VALUE_MAX_LENGTH} characters."
         ),
     )
-    confidence = UnitFloatField(help_text="How sure you are that the fact is true and lasting.")
+    # The defaults are POST /api/memories' (MemoryCreateSerializer): a save is a create.
+    confidence = UnitFloatField(
+        default=1.0, help_text="How sure you are that the fact is true and lasting; null for 1.0."
+    )
     category = trimmed_char(
         settings.MEMORY_CATEGORY_MAX_LENGTH,
         allow_blank=True,

@@ -7,7 +7,8 @@ strict mode: every property is listed in `required`, an optional one is typed as
 null (null means "use the default"), objects say `"additionalProperties": false`, and only
 keywords strict mode supports appear. Limits strict mode cannot state (string lengths) are
 said in the description and enforced by the serializer, which also still accepts an optional
-argument left out, and arguments given as a JSON string, as models produce them.
+argument left out, and arguments given as a JSON string, as models produce them. MCP lists the
+same schemas with only the arguments that have no default in `required`.
 """
 
 import json
@@ -109,8 +110,14 @@ class Tool:
 
     @property
     def parameters(self) -> dict:
-        """The arguments' JSON schema, made from their serializer."""
+        """The arguments' JSON schema in strict function calling, made from their serializer."""
         return json_schema(self.arguments)
+
+    @property
+    def input_schema(self) -> dict:
+        """The arguments' JSON schema for MCP: as `parameters`, but only the arguments without
+        a default are required."""
+        return json_schema(self.arguments, strict=False)
 
     def openai_format(self) -> dict:
         return {

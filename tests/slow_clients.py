@@ -247,3 +247,129 @@ def summary(answers: list[Answer]) -> dict:
         "p95_ms": round(times[math.ceil(0.95 * len(times)) - 1], 1) if times else None,
         "max_ms": round(times[-1], 1) if times else None,
     }
+
+
+# --- MCP stream clients ------------------------------------------------------------------------
+
+
+class McpStreamClients:
+    """Connections that each ask for MCP's server stream (GET /mcp, Accept:
+    text/event-stream, with an API key) and then keep the connection open, sending nothing,
+    as a client waiting on the stream does; one the server closes is opened again and asks
+    again, until stop(). `statuses` counts the answers' status lines and Allow headers."""
+
+    def __init__(self, port: int, key: str, count: int) -> None:
+        self.port = port
+        self.key = key
+        self.stop_event = threading.Event()
+        self.lock = threading.Lock()
+        self.open = 0
+        self.statuses: dict[tuple[int, str | None], int] = {}
+        self.threads = [threading.Thread(target=self._hold, daemon=True) for _ in range(count)]
+
+    def start(self) -> "McpStreamClients":
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        for thread in self.threads:
+            thread.join(timeout=5)
+
+    def _hold(self) -> None:
+        headers = {
+            "Authorization": f"Bearer {self.key}",
+            "X-User-Id": "mcp-stream-client",
+            "Accept": "text/event-stream",
+        }
+        while not self.stop_event.is_set():
+            connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5.0)
+            try:
+                connection.request("GET", "/mcp", headers=headers)
+            except OSError:
+                connection.close()
+                time.sleep(0.1)
+                continue
+            with self.lock:
+                self.open += 1
+            try:
+                response = connection.getresponse()
+                answer = (response.status, response.getheader("Allow"))
+                with self.lock:
+                    self.statuses[answer] = self.statuses.get(answer, 0) + 1
+                if response.status == 200:
+                    # A stream: read it as it comes, for as long as it lasts.
+                    while not self.stop_event.is_set():
+                        try:
+                            if not response.read1(4096):
+                                break
+                        except TimeoutError:
+                            pass
+                else:
+                    # A whole answer: the connection stays, idle, until the server closes it.
+                    response.read()
+                    while not self.stop_event.is_set() and _still_open(connection.sock):
+                        pass
+            except OSError:
+                pass
+            finally:
+                with self.lock:
+                    self.open -= 1
+                connection.close()
+
+
+def _still_open(sock: socket.socket | None) -> bool:
+    """Whether the server has not closed this idle connection (waits up to a second)."""
+    if sock is None:
+        return False
+    sock.settimeout(1.0)
+    try:
+        return sock.recv(1, socket.MSG_PEEK) != b""
+    except TimeoutError:
+        return True
+    except OSError:
+        return False
+
+
+@dataclass
+class McpProbe:
+    """A well-behaved client, one request at a time on a new connection: in turn /healthz
+    and an MCP tools/call (memory_recall) through the product's API key."""
+
+    port: int
+    key: str
+    timeout: float
+    calls: int = 0
+
+    def request(self) -> Answer:
+        self.calls += 1
+        if self.calls % 2:
+            method, path, body, headers = "GET", "/healthz", None, {}
+            what = "healthz"
+        else:
+            what = "mcp tools/call"
+            method, path = "POST", "/mcp"
+            call = {"name": "memory_recall", "arguments": {"query": "coffee order"}}
+            message = {"jsonrpc": "2.0", "id": self.calls, "method": "tools/call", "params": call}
+            body = json.dumps(message)
+            headers = {
+                "Authorization": f"Bearer {self.key}",
+                "X-User-Id": "mcp-probe",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            }
+        started = time.perf_counter()
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+        try:
+            connection.request(method, path, body=body, headers=headers)
+            response = connection.getresponse()
+            data = response.read()
+            status = response.status
+            if what != "healthz" and status == 200 and "result" not in json.loads(data):
+                status = 599  # a JSON-RPC error: not the answer asked for
+            return Answer(what, status, time.perf_counter() - started)
+        except OSError as exc:
+            return Answer(what, None, time.perf_counter() - started, type(exc).__name__)
+        finally:
+            connection.close()

@@ -24,7 +24,14 @@ from django.conf import settings
 from tests.celery_support import redis_url
 from tests.extraction.helpers import answer, conversation, memory
 from tests.fake_openai import FakeOpenAI
-from tests.memories.mcp_support import calls, list_tools, over_http, result_body
+from tests.memories.mcp_support import (
+    assert_typescript_session_completed,
+    calls,
+    list_tools,
+    over_http,
+    over_typescript_sdk,
+    result_body,
+)
 from tests.slow_clients import (
     api_key,
     production_environment,
@@ -269,6 +276,35 @@ def test_mcp_refuses_a_request_without_credentials_as_the_api_does(served):
     connection.close()
 
 
+def assert_no_stream_on_get(port: int, key: str) -> None:
+    """A GET on /mcp (the stream a client asks for) is 405 at once, allowing POST."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request(
+            "GET",
+            "/mcp",
+            headers={
+                "Authorization": f"Bearer {key}",
+                "X-User-Id": "mcp-user",
+                "Accept": "text/event-stream",
+            },
+        )
+        response = connection.getresponse()
+        assert (response.status, response.getheader("Allow")) == (405, "POST")
+        assert json.loads(response.read())["error"]["code"] == -32600
+    finally:
+        connection.close()
+
+
+def test_a_get_on_mcp_is_405_and_the_typescript_sdk_completes_a_session(served):
+    port, key, _ = served
+
+    assert_no_stream_on_get(port, key)
+    report = over_typescript_sdk(f"http://127.0.0.1:{port}/mcp", key, "mcp-typescript-user")
+
+    assert_typescript_session_completed(report)
+
+
 def test_a_body_over_the_limit_is_refused_on_mcp_as_by_its_own_server(served):
     port, key, _ = served
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -335,6 +371,9 @@ def test_mcp_answers_on_the_production_address_through_the_front(tmp_path):
         key = api_key(env)
 
         mcp_save_list_and_recall(f"http://127.0.0.1:{port}/mcp", key)
+        assert_no_stream_on_get(port, key)
+        report = over_typescript_sdk(f"http://127.0.0.1:{port}/mcp", key, "mcp-typescript-user")
+        assert_typescript_session_completed(report)
 
         # A body over the API's limit is refused by the front, as the MCP guard refuses it.
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)

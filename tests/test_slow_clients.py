@@ -17,6 +17,7 @@ import json
 import os
 import secrets
 import statistics
+import time
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -26,6 +27,8 @@ from django.conf import settings
 
 from tests.celery_support import redis_url
 from tests.slow_clients import (
+    McpProbe,
+    McpStreamClients,
     Probe,
     SlowClients,
     api_key,
@@ -46,6 +49,10 @@ ATTACK_SECONDS = 20.0  # longer than nginx's client_header_timeout, so its 408s 
 # ~10-60 ms, so the bound is generous; the client gives up after 5 s.
 ANSWER_WITHIN_SECONDS = 1.0
 PROBE_TIMEOUT_SECONDS = 5.0
+# Issue 42: clients holding GET /mcp (a stream, before it was refused), and for how long the
+# other client's /healthz and MCP calls are timed meanwhile.
+MCP_STREAMS = 50
+MCP_STREAMS_SECONDS = 10.0
 
 pytestmark = [
     pytest.mark.topology,
@@ -123,6 +130,43 @@ def test_another_clients_requests_answer_within_a_second_while_24_slow_connectio
     late = [a for a in answers if a.status not in (200, 201) or a.seconds > ANSWER_WITHIN_SECONDS]
     assert not late, f"{len(late)} of {len(answers)} late or failed: {late[:10]}"
     assert len(answers) >= 40, summary(answers)
+
+
+def test_50_clients_asking_for_mcp_streams_leave_healthz_and_mcp_calls_answering_within_a_second(
+    production,
+):
+    """Issue 42: a GET on /mcp opened a stream that never ended and held a gunicorn thread
+    through the front; 8 took the set down. Now each is answered 405 at once and its
+    connection stays with nginx only."""
+    env, key = production
+    port = int(env["PORT"])
+    probe = McpProbe(port, key, timeout=PROBE_TIMEOUT_SECONDS)
+    warm_up = [probe.request() for _ in range(4)]
+    assert all(answer.status == 200 for answer in warm_up), warm_up
+
+    streams = McpStreamClients(port, key, MCP_STREAMS).start()
+    held, answers = [], []
+    try:
+        wait_until(
+            lambda: streams.open == MCP_STREAMS,
+            what="the stream clients' connections to be open",
+            timeout=10,
+            alive=[],
+        )
+        deadline = time.monotonic() + MCP_STREAMS_SECONDS
+        while time.monotonic() < deadline:
+            answers.append(probe.request())
+            held.append(streams.open)
+            time.sleep(0.2)
+    finally:
+        streams.stop()
+    print(f"\nwith {MCP_STREAMS} clients on GET /mcp:", summary(answers), streams.statuses)
+
+    assert statistics.median(held) >= MCP_STREAMS - 2, held
+    assert set(streams.statuses) == {(405, "POST")}, streams.statuses
+    late = [a for a in answers if a.status != 200 or a.seconds > ANSWER_WITHIN_SECONDS]
+    assert not late, f"{len(late)} of {len(answers)} late or failed: {late[:10]}"
+    assert len(answers) >= 20, summary(answers)
 
 
 def test_the_front_passes_the_clients_address_and_django_trusts_only_the_last_proxy(

@@ -6,7 +6,7 @@ import logging
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 
 from memories.api.errors import INCOMPLETE_BODY, error_body
 
@@ -22,6 +22,20 @@ _CODES = {
     413: ("request_too_large", "The request body is too large."),
     500: ("server_error", "Something went wrong on our side; the error was logged."),
 }
+
+
+def disallowed_host_error(request: HttpRequest) -> dict | None:
+    """The API's 400 error body when the request's Host is not one ALLOWED_HOSTS names (as
+    Django's get_host() decides it), logged where Django logs it; None for an allowed host."""
+    try:
+        request.get_host()
+    except DisallowedHost:
+        security_logger.warning(
+            "Invalid HTTP_HOST header on %s: %r", request.path, request.META.get("HTTP_HOST")
+        )
+        detail = "The Host header names a host this service does not serve."
+        return error_body("disallowed_host", detail, {"Host": [detail]})
+    return None
 
 
 def _body_error(code: str, detail: str, status: int) -> JsonResponse:
@@ -64,18 +78,11 @@ class ApiJsonErrorsMiddleware:
     def __call__(self, request):
         if not request.path.startswith("/api/"):
             return self.get_response(request)
-        try:
-            # Django would raise this in the middleware after us and answer its HTML 400
-            # page (or, with DEBUG, its debug page): answer it here, first in MIDDLEWARE.
-            request.get_host()
-        except DisallowedHost:
-            security_logger.warning(
-                "Invalid HTTP_HOST header on %s: %r", request.path, request.META.get("HTTP_HOST")
-            )
-            detail = "The Host header names a host this service does not serve."
-            return JsonResponse(
-                error_body("disallowed_host", detail, {"Host": [detail]}), status=400
-            )
+        # Django would raise DisallowedHost in the middleware after us and answer its HTML
+        # 400 page (or, with DEBUG, its debug page): answer it here, first in MIDDLEWARE.
+        refusal = disallowed_host_error(request)
+        if refusal is not None:
+            return JsonResponse(refusal, status=400)
         response = self.get_response(request)
         content_type = response.get("Content-Type", "")
         if response.status_code >= 400 and not content_type.startswith("application/json"):

@@ -125,12 +125,13 @@ def oas30(schema):
 
 def tool_arguments_schema() -> dict:
     """The body of POST /api/tools/{name}: the named tool's arguments object, or that object
-    as a JSON string (as models produce it)."""
+    as a JSON string (as models produce it). Optional arguments may be left out (as for MCP),
+    or sent as null as strict function calling sends them."""
     from memories import tools
 
     return {
         "anyOf": [
-            {**oas30(tool.parameters), "title": tool.name, "description": tool.description}
+            {**oas30(tool.input_schema), "title": tool.name, "description": tool.description}
             for tool in tools.TOOLS.values()
         ]
         + [{"type": "string", "description": "The arguments object as a JSON string."}]

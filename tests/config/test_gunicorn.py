@@ -129,6 +129,25 @@ def test_a_worker_has_loaded_the_model_before_it_answers(server, token):
     assert len(ready) == 1
 
 
+def test_a_get_on_mcp_is_405_at_once_and_leaves_the_one_thread_free(server, token):
+    """One worker of one thread: a GET stream on /mcp would hold it, and the next request,
+    on another connection, would wait for as long as the stream's client stayed."""
+    held = server.connect()
+    held.request(
+        "GET", "/mcp", headers={"Authorization": f"Token {token}", "Accept": "text/event-stream"}
+    )
+    response = held.getresponse()
+    assert (response.status, response.getheader("Allow")) == (405, "POST")
+    response.read()
+
+    other = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    answer, body = get(other, "/healthz", token)
+
+    assert answer.status == 200, body
+    held.close()
+    other.close()
+
+
 def test_answers_keep_the_client_connection_open(server, token):
     client = server.connect()
 

@@ -4,8 +4,10 @@ subprocess on the test database (stdio), and the HTTP app in uvicorn on 127.0.0.
 Tests that use them need committed rows (`transactional_db`): the server reads the database
 from another process or thread."""
 
+import fcntl
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,12 +22,14 @@ from urllib.parse import quote, urlencode
 
 import anyio
 import httpx
+import pytest
 import uvicorn
 from django.conf import settings
 from django.db import connection
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
 
 from memories.mcp_server import mcp_http_app
 
@@ -165,6 +169,77 @@ def over_http(
     return anyio.run(main)
 
 
+TYPESCRIPT_SESSION = ROOT / "tests" / "mcp_typescript"
+
+
+def typescript_sdk_installed() -> Path:
+    """tests/mcp_typescript with the official TypeScript SDK installed from its lock file
+    (npm ci) when it is missing or older than the lock file; scripts/test installs it before
+    the suite starts. Fails (not skips) without node and npm."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        pytest.fail(
+            "Node.js and npm run the TypeScript SDK's MCP session and were not found: install "
+            "them (apt-get install nodejs npm; scripts/test does).",
+            pytrace=False,
+        )
+    installed = TYPESCRIPT_SESSION / "node_modules" / ".package-lock.json"
+    # The two passes of scripts/test run at once: one installs while the other waits.
+    (ROOT / "var").mkdir(exist_ok=True)
+    with open(ROOT / "var" / "mcp-typescript.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock_file = TYPESCRIPT_SESSION / "package-lock.json"
+        if not installed.exists() or installed.stat().st_mtime < lock_file.stat().st_mtime:
+            done = subprocess.run(
+                ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=TYPESCRIPT_SESSION,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert done.returncode == 0, f"npm ci:\n{done.stdout}\n{done.stderr}"
+    return TYPESCRIPT_SESSION
+
+
+def over_typescript_sdk(url: str, key: str, external_id: str) -> dict:
+    """initialize, tools/list, memory_save (key and value only), memory_recall and close
+    through the official TypeScript SDK's client (tests/mcp_typescript/session.mjs); gives its
+    report: each step's answer, the transport's requests (method, status) and errors."""
+    directory = typescript_sdk_installed()
+    environment = {**os.environ, "MCP_URL": url, "MCP_API_KEY": key, "MCP_USER_ID": external_id}
+    done = subprocess.run(
+        ["node", "session.mjs"],
+        cwd=directory,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_SECONDS,
+    )
+    assert done.returncode == 0, (
+        f"session.mjs exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+    )
+    return json.loads(done.stdout)
+
+
+def assert_typescript_session_completed(report: dict) -> None:
+    """The TypeScript SDK's session went through: its GET for a stream answered 405 (and no
+    stream was held), the save with key and value alone and the recall that finds it succeeded,
+    and the client reported no error."""
+    assert report.get("closed"), report.get("failed")
+    assert report["errors"] == [], report["errors"]
+    gets = [request for request in report["requests"] if request["method"] == "GET"]
+    assert gets == [{"method": "GET", "status": 405}], report["requests"]
+    assert {request["status"] for request in report["requests"] if request["method"] == "POST"} <= {
+        200,
+        202,
+    }, report["requests"]
+    save_schema = next(tool for tool in report["tools"] if tool["name"] == "memory_save")
+    assert save_schema["required"] == ["key", "value"]
+    assert not report["saved"]["isError"], report["saved"]
+    memory_id = report["saved"]["body"]["memory"]["id"]
+    assert not report["recalled"]["isError"], report["recalled"]
+    assert memory_id in [hit["id"] for hit in report["recalled"]["body"]["data"]]
+
+
 def call(name: str, arguments: dict) -> Callable[[ClientSession], Awaitable]:
     """An action calling one tool."""
 
@@ -179,6 +254,20 @@ def calls(*steps: tuple[str, dict]) -> Callable[[ClientSession], Awaitable]:
 
     async def action(session: ClientSession) -> list[types.CallToolResult]:
         return [await session.call_tool(name, arguments) for name, arguments in steps]
+
+    return action
+
+
+def call_refused(name: str, arguments: dict) -> Callable[[ClientSession], Awaitable]:
+    """An action calling one tool that the server answers with a JSON-RPC error, not a
+    result; gives the error (the call fails when a result comes)."""
+
+    async def action(session: ClientSession) -> types.ErrorData:
+        try:
+            result = await session.call_tool(name, arguments)
+        except McpError as exc:
+            return exc.error
+        raise AssertionError(f"a result, not a JSON-RPC error: {result}")
 
     return action
 

@@ -6,6 +6,11 @@ import uuid
 import pytest
 from jsonschema import Draft202012Validator
 
+from memories.api.serializers import (
+    ContextRequestSerializer,
+    MemoryCreateSerializer,
+    SearchParamsSerializer,
+)
 from memories.models import Memory, MemoryEmbedding, Source, Status
 from memories.tools import TOOLS
 from tests.conftest import scoped_client
@@ -260,6 +265,44 @@ def test_memory_save_writes_an_active_tool_memory(api, owner):
     assert memory.user == owner
     assert memory.confidence == 0.8
     assert memory.revisions.get().action == "create"
+
+
+def test_memory_save_takes_a_key_and_value_alone_with_the_defaults_of_a_create(api, owner):
+    saved = api.post(
+        "/api/tools/memory_save", {"key": "city", "value": "Lives in Lisbon"}, format="json"
+    )
+    created = api.post("/api/memories", {"key": "pet", "value": "Has a cat"}, format="json")
+
+    assert saved.status_code == 201, saved.json()
+    assert created.status_code == 201, created.json()
+    tool_memory = Memory.objects.get(id=saved.json()["memory"]["id"])
+    api_memory = Memory.objects.get(id=created.json()["id"])
+    defaults = ("confidence", "importance", "category", "scope", "status", "user_id")
+    assert [getattr(tool_memory, name) for name in defaults] == [
+        getattr(api_memory, name) for name in defaults
+    ]
+    assert (tool_memory.confidence, tool_memory.user) == (1.0, owner)
+
+
+# Each tool's REST counterpart, and the counterpart's name of an argument where it differs.
+REST_COUNTERPARTS = {
+    "memory_save": (MemoryCreateSerializer, {}),
+    "memory_recall": (SearchParamsSerializer, {"query": "q"}),
+    "memory_context": (ContextRequestSerializer, {}),
+}
+
+
+@pytest.mark.parametrize("name", list(REST_COUNTERPARTS))
+def test_a_tool_requires_exactly_what_its_rest_counterpart_requires(name):
+    serializer, renamed = REST_COUNTERPARTS[name]
+    rest_fields = serializer().fields
+
+    for argument, field in TOOLS[name].arguments().fields.items():
+        counterpart = rest_fields[renamed.get(argument, argument)]
+        assert field.required == counterpart.required, argument
+        if name == "memory_save" and not field.required:
+            # A save is a create: the same defaults.
+            assert field.default == counterpart.default, argument
 
 
 def test_memory_save_takes_null_for_an_optional_argument_as_its_default(api, owner):

@@ -4,6 +4,7 @@ by the SDK's own HTTP client; the database is then checked through the REST API 
 
 import httpx
 import pytest
+from mcp import types
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -14,12 +15,15 @@ from memories.tools import TOOLS
 from tests.conftest import client_for, make_user
 from tests.memories.helpers import make_memory
 from tests.memories.mcp_support import (
+    assert_typescript_session_completed,
     call,
+    call_refused,
     calls,
     command_http_server,
     http_server,
     list_tools,
     over_http,
+    over_typescript_sdk,
     result_body,
     tool_error,
 )
@@ -74,7 +78,12 @@ def test_it_lists_the_same_tools_and_schemas_as_the_rest_api(mcp_url):
     assert [tool.name for tool in tools] == [t["function"]["name"] for t in listed]
     assert [tool.name for tool in tools] == list(TOOLS)
     for tool, openai in zip(tools, listed, strict=True):
-        assert tool.inputSchema == openai["function"]["parameters"]
+        parameters = openai["function"]["parameters"]
+        # The same arguments; MCP requires only those without a default (strict function
+        # calling lists every one, null meaning the default).
+        assert tool.inputSchema == {**parameters, "required": tool.inputSchema["required"]}
+        fields = TOOLS[tool.name].arguments().fields
+        assert tool.inputSchema["required"] == [n for n, f in fields.items() if f.required]
         assert tool.description == openai["function"]["description"]
         assert tool.annotations.readOnlyHint == (tool.name in {"memory_recall", "memory_context"})
 
@@ -137,6 +146,66 @@ def test_a_context_id_that_is_not_the_callers_is_400_naming_it(mcp_url):
 
     assert response.status_code == 400
     assert set(response.json()["fields"]) == {"project_id"}
+
+
+# --- Methods and hosts -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT", "PATCH", "OPTIONS"])
+def test_every_method_but_post_is_405_allowing_post_and_opens_no_stream(mcp_url, method):
+    _, raw_key = new_key("read")
+    headers = {**ACCEPT, **key_headers(raw_key)}
+
+    # A stream would not end: the read timeout fails the test rather than hanging it.
+    response = httpx.request(method, mcp_url, headers=headers, timeout=10)
+
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "POST"
+    assert response.headers["Content-Type"] == "application/json"
+    assert response.json()["error"]["code"] == -32600
+
+
+def test_a_get_is_405_before_credentials_are_looked_at(mcp_url):
+    response = httpx.get(mcp_url, headers={"Accept": "text/event-stream"}, timeout=10)
+
+    assert (response.status_code, response.headers["Allow"]) == (405, "POST")
+
+
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_a_host_allowed_hosts_does_not_name_is_the_apis_400(mcp_url, method):
+    _, raw_key = new_key("read", "write")
+    headers = {**ACCEPT, **key_headers(raw_key), "Host": "evil.example"}
+
+    response = httpx.request(method, mcp_url, json=INITIALIZE, headers=headers, timeout=10)
+
+    assert response.status_code == 400
+    detail = "The Host header names a host this service does not serve."
+    assert response.json() == {
+        "code": "disallowed_host",
+        "detail": detail,
+        "fields": {"Host": [detail]},
+    }
+    assert not User.objects.filter(external_id="ext-alice").exists()
+
+
+def test_the_typescript_sdks_client_completes_a_session_its_get_refused(mcp_url):
+    _, raw_key = new_key("read", "write")
+
+    report = over_typescript_sdk(mcp_url, raw_key, "ext-alice")
+
+    assert_typescript_session_completed(report)
+    assert Memory.objects.get().user.external_id == "ext-alice"
+
+
+def test_an_allowed_host_with_its_port_is_served(mcp_url):
+    _, raw_key = new_key("read")
+
+    response = httpx.post(
+        mcp_url, json=INITIALIZE, headers={**ACCEPT, **key_headers(raw_key), "Host": "localhost:1"}
+    )
+
+    assert response.status_code == 200
+    assert response.json()["result"]["serverInfo"]["name"] == "memory-service"
 
 
 # --- Tools with a key and X-User-Id ------------------------------------------------------------
@@ -204,6 +273,25 @@ def test_reads_never_create_the_end_user_and_the_first_write_does(mcp_url):
     assert Memory.objects.get().user == user
 
 
+def test_memory_save_takes_a_key_and_value_alone_with_the_defaults_of_a_create(mcp_url):
+    _, raw_key = new_key("read", "write")
+
+    tools = over_http(mcp_url, key_headers(raw_key), list_tools)
+    result = over_http(
+        mcp_url, key_headers(raw_key), call("memory_save", {"key": "pet", "value": "Has a cat"})
+    )
+
+    schema = next(tool.inputSchema for tool in tools if tool.name == "memory_save")
+    assert schema["required"] == ["key", "value"]
+    memory = Memory.objects.get(id=result_body(result)["memory"]["id"])
+    assert (memory.confidence, memory.importance, memory.category, memory.scope) == (
+        1.0,
+        0.5,
+        "",
+        Scope.USER,
+    )
+
+
 def test_a_read_only_key_cannot_save_or_forget_but_can_recall(mcp_url):
     _, raw_key = new_key("read")
 
@@ -254,6 +342,16 @@ def test_bad_arguments_are_a_tool_error_naming_the_field(mcp_url):
     assert set(tool_error(bad_save)["fields"]) == {"colour"}
     assert set(tool_error(bad_recall)["fields"]) == {"top_k"}
     assert Memory.objects.count() == 0
+
+
+def test_an_unknown_tool_is_a_json_rpc_invalid_params_error_naming_it(mcp_url):
+    _, raw_key = new_key("read", "write")
+
+    error = over_http(mcp_url, key_headers(raw_key), call_refused("memory_erase_everything", {}))
+
+    assert error.code == types.INVALID_PARAMS == -32602
+    assert "memory_erase_everything" in error.message and "memory_save" in error.message
+    assert error.data["code"] == "not_found" and set(error.data["fields"]) == {"name"}
 
 
 def test_a_failing_embedding_provider_is_a_tool_error_and_writes_nothing(mcp_url, openai_embedder):

@@ -13,6 +13,7 @@ from tests.conftest import make_user
 from tests.memories.helpers import make_memory
 from tests.memories.mcp_support import (
     call,
+    call_refused,
     calls,
     list_tools,
     over_stdio,
@@ -28,7 +29,7 @@ def test_it_lists_the_registry_tools_with_their_schemas():
 
     assert [tool.name for tool in tools] == list(TOOLS)
     for tool in tools:
-        assert tool.inputSchema == TOOLS[tool.name].parameters
+        assert tool.inputSchema == TOOLS[tool.name].input_schema
         assert tool.description == TOOLS[tool.name].description
 
 
@@ -89,18 +90,17 @@ def test_memory_forget_soft_deletes_the_users_memory_and_no_one_elses():
 def test_bad_arguments_are_a_tool_error_naming_the_field_and_write_nothing():
     make_user("owner")
 
-    missing, unknown_tool = over_stdio(
-        ["--user", "owner"],
-        calls(
-            ("memory_save", {"value": "v", "confidence": "high"}),
-            ("memory_erase_everything", {}),
-        ),
+    missing = over_stdio(
+        ["--user", "owner"], call("memory_save", {"value": "v", "confidence": "high"})
     )
+    unknown_tool = over_stdio(["--user", "owner"], call_refused("memory_erase_everything", {}))
 
     error = tool_error(missing)
     assert error["code"] == "invalid"
     assert set(error["fields"]) == {"key", "confidence"}
-    assert tool_error(unknown_tool)["fields"].keys() == {"name"}
+    # No tool ran: a protocol error (invalid params), its data naming the argument.
+    assert unknown_tool.code == -32602
+    assert unknown_tool.data["fields"].keys() == {"name"}
     assert Memory.objects.count() == 0
 
 

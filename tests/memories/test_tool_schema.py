@@ -53,6 +53,17 @@ def test_a_new_argument_appears_in_the_schema_with_its_bounds_and_null_for_its_d
     }
 
 
+def test_outside_strict_mode_only_the_arguments_without_a_default_are_required():
+    class Arguments(ToolArguments):
+        query = serializers.CharField(help_text="What to find.")
+        limit = serializers.IntegerField(default=3, help_text="How many.")
+
+    schema = json_schema(Arguments, strict=False)
+
+    assert schema["required"] == ["query"]
+    assert schema["properties"] == json_schema(Arguments)["properties"]
+
+
 def test_an_argument_type_the_schema_cannot_state_is_an_error_not_a_guess():
     class Arguments(ToolArguments):
         tags = serializers.ListField(child=serializers.CharField(), help_text="Tags.")

@@ -4920,31 +4920,31 @@ export interface operations {
                     key: string;
                     /** @description The fact itself, e.g. 'Go with Gin for backend services'. At most 4000 characters. */
                     value: string;
-                    /** @description How sure you are that the fact is true and lasting. */
-                    confidence: number;
+                    /** @description How sure you are that the fact is true and lasting; null for 1.0. */
+                    confidence?: number | null;
                     /** @description A label such as 'preference' or 'personal' (at most 100 characters); null for none. */
-                    category: string | null;
+                    category?: string | null;
                     /** @description How much the fact matters for future answers; null for 0.5. */
-                    importance: number | null;
+                    importance?: number | null;
                     /**
                      * @description user: about the user everywhere (null means user); project: only within the current project; persona_user: only with the current persona.
                      * @enum {string|null}
                      */
-                    scope: "user" | "project" | "persona_user" | null;
+                    scope?: "user" | "project" | "persona_user" | null;
                     /** @description false keeps the key's current value beside this one, for a key that holds several facts (e.g. 'allergy'); null means true: replace it. */
-                    replace: boolean | null;
+                    replace?: boolean | null;
                 } | {
                     /** @description What to look for, in natural language. At most 1000 characters. */
                     query: string;
                     /** @description How many memories to return; null for 5. */
-                    top_k: number | null;
+                    top_k?: number | null;
                     /** @description A past date (YYYY-MM-DD) to recall what was true then, including facts that changed since; null for what is true now. */
-                    as_of: string | null;
+                    as_of?: string | null;
                 } | {
                     /** @description The user's message as it is, or the topic at hand. At most 32000 characters; recall reads the last 500. */
                     query: string;
                     /** @description At most this many memories; null for 5. */
-                    top_k: number | null;
+                    top_k?: number | null;
                 } | {
                     /**
                      * Format: uuid
