@@ -2,12 +2,11 @@
 in DEBUG), oversized bodies, a Host the service does not serve, and unexpected errors."""
 
 import io
-import json
 import logging
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
-from django.http import JsonResponse, StreamingHttpResponse
+from django.http import JsonResponse
 
 from memories.api.errors import INCOMPLETE_BODY, error_body
 from memories.api.request_body import DechunkedInput, MalformedBody, is_dechunked
@@ -39,14 +38,10 @@ def _is_chunked(request) -> bool:
     return "chunked" in encoding and not request.META.get("CONTENT_LENGTH")
 
 
-def _length_required() -> StreamingHttpResponse:
-    """411 for a chunked body the server did not de-chunk (runserver). The answer has no
-    Content-Length, so runserver closes the connection after it (a WSGI application may not
-    send `Connection: close` itself): the chunks it left unread are not read as the next
-    request."""
+def _length_required() -> JsonResponse:
+    """411 for a chunked body the server did not de-chunk (runserver)."""
     detail = "Send the body with a Content-Length; this server cannot read it chunked."
-    body = json.dumps(error_body("length_required", detail, {"body": [detail]}))
-    return StreamingHttpResponse([body.encode()], status=411, content_type="application/json")
+    return _body_error("length_required", detail, 411)
 
 
 def _read_chunked(request, *, limit: int) -> JsonResponse | None:
@@ -87,6 +82,11 @@ class ApiJsonErrorsMiddleware:
                 error_body("disallowed_host", detail, {"Host": [detail]}), status=400
             )
         response = self.get_response(request)
+        if response.status_code == 411:
+            # Without a Content-Length (CommonMiddleware set one), runserver closes the
+            # connection after the answer (a WSGI application may not send `Connection:
+            # close` itself): the chunks it left unread are not read as the next request.
+            del response["Content-Length"]
         content_type = response.get("Content-Type", "")
         if response.status_code >= 400 and not content_type.startswith("application/json"):
             code, detail = _CODES.get(
