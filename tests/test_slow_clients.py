@@ -7,7 +7,9 @@ Without the front (FRONT=none, gunicorn alone) the same test fails: the 24 conne
 all 8 threads and the other client's requests time out.
 
 Also what the front must keep: X-Forwarded-For as Django's client address
-(TRUSTED_PROXY_COUNT), Django's JSON 413 and the import's larger limit, static files.
+(TRUSTED_PROXY_COUNT), Django's JSON 413 and the import's larger limit, static files; and
+what it must give: a chunked import read, and the API's JSON error for every request nginx
+refuses itself (issue 42).
 
 PostgreSQL only, as `--production` refuses SQLite (marker `topology`; scripts/test runs it
 in its PostgreSQL pass and installs nginx first; serve installs it when run as root)."""
@@ -16,6 +18,7 @@ import http.client
 import json
 import os
 import secrets
+import socket
 import statistics
 import time
 from urllib.parse import urlsplit, urlunsplit
@@ -250,3 +253,77 @@ def test_static_files_come_through_the_front(production):
     env, _ = production
     status, _, headers = get(int(env["PORT"]), "/static/admin/css/base.css")
     assert (status, headers.get("Content-Type", "").split(";")[0]) == (200, "text/css")
+
+
+def exchange(port: int, raw: bytes) -> tuple[int, dict, bytes]:
+    """Send `raw` on a new connection: the status, headers and body of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(raw)
+        reader = sock.makefile("rb")
+        status = int(reader.readline().split()[1])
+        headers = {}
+        while (line := reader.readline().decode().strip()) != "":
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        return status, headers, reader.read(int(headers["content-length"]))
+
+
+def test_a_chunked_import_is_read_through_the_front(production):
+    env, key = production
+    line = json.dumps({"key": "coffee", "value": "Drinks oat milk flat whites"}).encode() + b"\n"
+    head = (
+        "POST /api/memories/import HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {key}\r\nX-User-Id: slow-clients-chunked\r\n"
+        "Content-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    body = b"%x\r\n" % len(line) + line + b"\r\n0\r\n\r\n"
+
+    status, _, answer = exchange(int(env["PORT"]), head.encode() + body)
+
+    assert status == 200, answer
+    assert json.loads(answer)["created"] == 1
+
+
+POST_HEAD = "POST /api/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+# Requests nginx answers itself, and how: each must be the API's JSON error, not its HTML page.
+REFUSED_BY_THE_FRONT = {
+    "request-line": (b"GARBAGE\r\n\r\n", 400),
+    "header": (b"GET /api/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nNo colon\r\n\r\n", 400),
+    "chunk-size": (
+        f"{POST_HEAD}Transfer-Encoding: chunked\r\n\r\n".encode() + b"zz\r\n{}\r\n0\r\n\r\n",
+        400,
+    ),
+    "transfer-coding": (
+        f"{POST_HEAD}Transfer-Encoding: gzip, chunked\r\n\r\n".encode() + b"0\r\n\r\n",
+        501,
+    ),
+    "length-and-chunked": (
+        f"{POST_HEAD}Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n".encode()
+        + b"0\r\n\r\n",
+        400,
+    ),
+    "uri-too-long": (
+        b"GET /api/memories?q=" + b"a" * 9000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        414,
+    ),
+    "header-too-large": (
+        b"GET /api/memories HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n",
+        400,
+    ),
+    "method": (b"TRACE /api/memories HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 405),
+    "http-version": (b"GET /api/memories HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n", 505),
+    "body-too-large": (f"{POST_HEAD}Content-Length: 2000000\r\n\r\n".encode(), 413),
+}
+
+
+@pytest.mark.parametrize("refused", REFUSED_BY_THE_FRONT)
+def test_every_request_the_front_refuses_gets_the_apis_json_error(production, refused):
+    env, _ = production
+    raw, expected = REFUSED_BY_THE_FRONT[refused]
+
+    status, headers, body = exchange(int(env["PORT"]), raw)
+
+    assert status == expected, body
+    assert headers["content-type"] == "application/json", body
+    error = json.loads(body)
+    assert set(error) == {"code", "detail", "fields"} and error["detail"], error

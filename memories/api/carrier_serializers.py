@@ -13,7 +13,7 @@ from memories.api.fields import (
     project_ref,
     trimmed_char,
 )
-from memories.api.serializers import validated_items
+from memories.api.serializers import batch_item_field, validated_items
 from memories.models import (
     Message,
     MessageRole,
@@ -98,18 +98,22 @@ class WorkSessionMessageSerializer(MessageSerializer):
         model = WorkSessionMessage
 
 
+def messages_field(item_serializer) -> serializers.ListField:
+    return serializers.ListField(
+        child=batch_item_field(item_serializer),
+        allow_empty=False,
+        max_length=settings.BATCH_MAX_ITEMS,
+        help_text=f"1 to {settings.BATCH_MAX_ITEMS} messages ({{role, content}}), in order.",
+    )
+
+
 class MessageBatchSerializer(StrictInputMixin, serializers.Serializer):
     """{"messages": [{role, content}, ...]}: each item validated as one posted message, all or
     nothing; errors are keyed `messages[i].field`."""
 
     item_serializer = MessageSerializer
 
-    messages = serializers.ListField(
-        child=serializers.JSONField(),
-        allow_empty=False,
-        max_length=settings.BATCH_MAX_ITEMS,
-        help_text=f"1 to {settings.BATCH_MAX_ITEMS} messages ({{role, content}}), in order.",
-    )
+    messages = messages_field(MessageSerializer)
 
     def validate(self, attrs):
         return validated_items(attrs, "messages", self.item_serializer, self.context)
@@ -117,6 +121,8 @@ class MessageBatchSerializer(StrictInputMixin, serializers.Serializer):
 
 class WorkSessionMessageBatchSerializer(MessageBatchSerializer):
     item_serializer = WorkSessionMessageSerializer
+
+    messages = messages_field(WorkSessionMessageSerializer)
 
 
 class ExtractionNotTriggeredSerializer(serializers.Serializer):

@@ -9,6 +9,7 @@ from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, JsonResponse
 
 from memories.api.errors import INCOMPLETE_BODY, error_body
+from memories.api.request_body import DechunkedInput, MalformedBody, is_dechunked
 
 logger = logging.getLogger(__name__)
 # Where Django itself logs a disallowed Host, so existing log filters keep working.
@@ -51,16 +52,20 @@ def _is_chunked(request) -> bool:
     return "chunked" in encoding and not request.META.get("CONTENT_LENGTH")
 
 
+def _length_required() -> JsonResponse:
+    """411 for a chunked body the server did not de-chunk (runserver)."""
+    detail = "Send the body with a Content-Length; this server cannot read it chunked."
+    return _body_error("length_required", detail, 411)
+
+
 def _read_chunked(request, *, limit: int) -> JsonResponse | None:
     """A body sent with Transfer-Encoding: chunked has no Content-Length, so Django reads it as
-    empty ("key: This field is required"). When the server de-chunked it (gunicorn marks the
-    input's end), it is read here, up to the limit, and handed on with its length; else the
-    client hears to send a Content-Length (411)."""
-    if not request.META.get("wsgi.input_terminated"):
-        detail = "Send the body with a Content-Length; this server cannot read it chunked."
-        return _body_error("length_required", detail, 411)
+    empty ("key: This field is required"). The server de-chunked it (gunicorn): it is read
+    here, up to the limit, and handed on with its length."""
     try:
-        body = request.META["wsgi.input"].read(limit + 1)
+        body = DechunkedInput(request.META["wsgi.input"]).read(limit + 1)
+    except MalformedBody as error:
+        return _body_error(error.code, error.detail, 400)
     except OSError:  # the client stopped sending (gunicorn: NoMoreData)
         return _body_error("incomplete_body", INCOMPLETE_BODY, 400)
     if len(body) > limit:
@@ -84,6 +89,11 @@ class ApiJsonErrorsMiddleware:
         if refusal is not None:
             return JsonResponse(refusal, status=400)
         response = self.get_response(request)
+        if response.status_code == 411:
+            # Without a Content-Length (CommonMiddleware set one), runserver closes the
+            # connection after the answer (a WSGI application may not send `Connection:
+            # close` itself): the chunks it left unread are not read as the next request.
+            del response["Content-Length"]
         content_type = response.get("Content-Type", "")
         if response.status_code >= 400 and not content_type.startswith("application/json"):
             code, detail = _CODES.get(
@@ -96,7 +106,9 @@ class ApiJsonErrorsMiddleware:
         """Refuse a body over the view's limit before the view reads it: DRF's parsers stream
         the body and would not apply Django's size limit. The limit is
         DATA_UPLOAD_MAX_MEMORY_SIZE unless the view names another setting in
-        `body_limit_setting` (the import takes files far larger than a JSON body)."""
+        `body_limit_setting` (the import takes files far larger than a JSON body, and reads
+        a chunked one itself). A chunked body is read here, or refused (411) when the server
+        did not de-chunk it."""
         if not request.path.startswith("/api/"):
             return None
         view_class = getattr(view_func, "cls", None)
@@ -105,8 +117,12 @@ class ApiJsonErrorsMiddleware:
         length = request.META.get("CONTENT_LENGTH") or "0"
         if length.isdigit() and int(length) > limit:
             return _too_large(limit)
-        if setting == "DATA_UPLOAD_MAX_MEMORY_SIZE" and _is_chunked(request):
-            return _read_chunked(request, limit=limit)
+        if _is_chunked(request):
+            # Every view, the import too: a body the server did not de-chunk is not there.
+            if not is_dechunked(request):
+                return _length_required()
+            if setting == "DATA_UPLOAD_MAX_MEMORY_SIZE":
+                return _read_chunked(request, limit=limit)
         return None
 
     def process_exception(self, request, exception):

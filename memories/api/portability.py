@@ -3,6 +3,7 @@
 kept and how lines are matched: memories.portability.importing."""
 
 import contextlib
+import io
 import json
 import tempfile
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from memories.api.fields import (
 )
 from memories.api.inputs import parse_uuid, validated
 from memories.api.parsers import holds_lone_surrogate
+from memories.api.request_body import DechunkedInput, is_dechunked
 from memories.api.serializers import MemorySerializer
 from memories.carriers import carrier_errors
 from memories.errors import ServiceError
@@ -247,18 +249,18 @@ def _import_line(
 @contextlib.contextmanager
 def import_body(request):
     """The body as a stream. With Content-Length, DRF's stream (the middleware refused it
-    over IMPORT_MAX_BYTES). A chunked body has no Content-Length: it is spooled to a
-    temporary file first, counting, so that one over the limit is refused before any line
-    is written."""
+    over IMPORT_MAX_BYTES). A chunked body has no Content-Length: the middleware let it
+    through only when the server de-chunked it (gunicorn); it is spooled to a temporary file
+    first, counting, so that one over the limit or with broken framing is refused before any
+    line is written."""
     if request.stream is not None:
         yield request.stream
         return
-    if request.META.get("wsgi.input_terminated"):
-        # WSGI servers that de-chunk (gunicorn) mark the input's end; Django reads no
-        # further than a Content-Length, so it would see an empty body.
-        raw = request.META["wsgi.input"]
-    else:
-        raw = request._request  # ASGI: Django has the body (spooled) already
+    if not is_dechunked(request):  # no Content-Length, not chunked: no body
+        yield io.BytesIO()
+        return
+    # Django reads no further than a Content-Length, so it would see an empty body.
+    raw = DechunkedInput(request.META["wsgi.input"])
     with tempfile.SpooledTemporaryFile(max_size=settings.FILE_UPLOAD_MAX_MEMORY_SIZE) as body:
         for block in ndjson.read_blocks(raw, max_bytes=settings.IMPORT_MAX_BYTES):
             body.write(block)

@@ -3,6 +3,7 @@
 from functools import cached_property
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.api.fields import (
@@ -25,6 +26,7 @@ from memories.models import (
     Memory,
     MemoryRevision,
     Scope,
+    Status,
 )
 
 # Serializer class -> its readable fields, built once (see MemorySerializer.to_representation).
@@ -171,12 +173,23 @@ def validated_items(attrs: dict, name: str, item_serializer, context: dict) -> d
     return {name: items}
 
 
+def batch_item_field(item_serializer) -> serializers.JSONField:
+    """A batch's item: any JSON here (validated_items validates each as `item_serializer`,
+    naming `name[i].field`), described in the schema as an `item_serializer` body."""
+
+    @extend_schema_field(item_serializer)
+    class BatchItemField(serializers.JSONField):
+        pass
+
+    return BatchItemField()
+
+
 class MemoryBatchCreateSerializer(StrictInputMixin, serializers.Serializer):
     """{"memories": [<create body>, ...]}: each item validated as POST /api/memories, all
     or nothing; errors are keyed `memories[i].field`."""
 
     memories = serializers.ListField(
-        child=serializers.JSONField(),
+        child=batch_item_field(MemoryCreateSerializer),
         min_length=1,
         max_length=settings.BATCH_MAX_ITEMS,
         help_text=f"1 to {settings.BATCH_MAX_ITEMS} bodies of POST /api/memories.",
@@ -275,8 +288,34 @@ class RejectedCountSerializer(serializers.Serializer):
     rejected = serializers.IntegerField()
 
 
+class RevisionSnapshotSerializer(serializers.Serializer):
+    """A memory's fields as a revision keeps them (services.revisions.snapshot). Revisions
+    written before a memory had supersession and validity lack the last four."""
+
+    key = serializers.CharField()
+    value = serializers.CharField()
+    category = serializers.CharField(allow_blank=True)
+    importance = serializers.FloatField()
+    confidence = serializers.FloatField()
+    status = serializers.ChoiceField(choices=Status.choices)
+    scope = serializers.ChoiceField(choices=Scope.choices)
+    supersedes_id = serializers.UUIDField(allow_null=True, required=False)
+    superseded_by_id = serializers.UUIDField(allow_null=True, required=False)
+    valid_from = serializers.DateTimeField(allow_null=True, required=False)
+    valid_until = serializers.DateTimeField(allow_null=True, required=False)
+
+
+@extend_schema_field(RevisionSnapshotSerializer)
+class RevisionSnapshotField(serializers.JSONField):
+    """A revision's before or after: the stored JSON as it is, typed in the schema."""
+
+
 class RevisionSerializer(serializers.ModelSerializer):
     actor_id = serializers.UUIDField(read_only=True, allow_null=True)
+    before = RevisionSnapshotField(
+        read_only=True, allow_null=True, help_text="The memory before the change; null on create."
+    )
+    after = RevisionSnapshotField(read_only=True, help_text="The memory after the change.")
 
     class Meta:
         model = MemoryRevision

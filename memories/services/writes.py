@@ -11,7 +11,8 @@ from django.utils import timezone
 from memories.carriers import carrier_errors, ownership_errors
 from memories.embedders import embed_one
 from memories.errors import Conflict, InvalidInput, NotFound
-from memories.fact_keys import current_holders, fact_group, lock_fact_keys
+from memories.fact_keys import FactGroup, current_holders, fact_group, lock_fact_keys
+from memories.facts import normalise
 from memories.models import (
     Memory,
     Persona,
@@ -145,7 +146,8 @@ def memory_update(
     """Edit key, value, category, importance or confidence; re-embeds when the text changes.
     With approve=True the edit and the approval of a pending memory happen in one
     transaction (review: edit before approving). Raises InvalidInput, EmbedderUnavailable,
-    Conflict (deleted meanwhile, or no longer pending when approving)."""
+    Conflict (deleted meanwhile, or no longer pending when approving). A current memory moved
+    to another key supersedes that key's current holders (docs/api.md, one row per fact)."""
     unknown = set(changes) - set(EDITABLE_FIELDS)
     if unknown:
         raise InvalidInput("This field cannot be edited.", field=sorted(unknown)[0])
@@ -155,18 +157,24 @@ def memory_update(
     embedded_text = _text_after(memory, changes)
     vector = embed_one(embedded_text) if embedded_text != memory.embedding_text else None
     with transaction.atomic():
+        if "key" in changes:
+            # The key it moves to, locked as a save locks it (its carriers cannot change).
+            lock_fact_keys([FactGroup(*memory.carrier_ids(), normalise(changes["key"]))])
         locked = _lock_live(memory.id)
         if approve and locked.status != Status.PENDING_REVIEW:
             raise Conflict(
                 f"Only pending_review memories can be approved; this one is {locked.status}."
             )
         before = snapshot(locked)
+        group_before = fact_group(locked)
         changed = [name for name, value in changes.items() if getattr(locked, name) != value]
         if changed:
             for name in changed:
                 setattr(locked, name, changes[name])
             locked.save(update_fields=[*changed, "updated_at"])
             record_revision(locked, action=RevisionAction.EDIT, actor=actor, before=before)
+            if locked.status == Status.ACTIVE and fact_group(locked) != group_before:
+                _supersede_holders(locked, actor=actor)
             if {"key", "value"} & set(changed):
                 if vector is None or locked.embedding_text != embedded_text:
                     # Another edit changed the row between our read and our lock: the text
@@ -182,6 +190,24 @@ def memory_update(
                 require_pending=True,
             )
     return locked
+
+
+def _supersede_holders(memory: Memory, *, actor: User | None) -> list[UUID]:
+    """A current memory whose key an edit changed holds that key now, as a save of it would:
+    the other current memories of the key in its scope are archived, superseded by it (the key
+    is locked and the memory saved in the caller's transaction)."""
+    holders = list(current_holders(fact_group(memory)).exclude(id=memory.id))
+    at = timezone.now()
+    for holder in holders:
+        memory_archive(
+            memory_id=holder.id,
+            actor=actor,
+            note=f"superseded by {memory.id} (its key was edited)",
+            superseded_by=memory,
+            at=at,
+        )
+    memory_superseded(memory, [holder.id for holder in holders])
+    return [holder.id for holder in holders]
 
 
 def _text_after(memory: Memory, changes: dict) -> str:

@@ -173,3 +173,29 @@ def test_concurrent_restores_of_two_holders_of_a_key_leave_one_current():
     current = Memory.objects.filter(user=user, status=Status.ACTIVE, deleted_at__isnull=True)
     assert current.count() == 1
     assert json.dumps(sorted(m.value for m in current)) in ('["Berlin"]', '["Porto"]')
+
+
+def test_edits_moving_two_memories_into_a_held_key_at_once_leave_one_current():
+    user = make_user("mover")
+    saving.memory_save_manual(actor=user, scope="user", key="home", value="Lives in Porto")
+    movers = [
+        saving.memory_save_manual(actor=user, scope="user", key=key, value=value).memory
+        for key, value in (("city", "Lives in Lisbon"), ("town", "Lives in Faro"))
+    ]
+
+    run_at_once(
+        [
+            lambda memory=memory: services.memory_update(
+                memory=memory, actor=user, changes={"key": "home"}
+            )
+            for memory in movers
+        ]
+    )
+
+    current = Memory.objects.filter(
+        user=user, key_normalised="home", status=Status.ACTIVE, deleted_at__isnull=True
+    )
+    assert current.count() == 1
+    archived = Memory.objects.filter(user=user, status=Status.ARCHIVED)
+    assert archived.count() == 2
+    assert all(m.superseded_by_id is not None and m.valid_until for m in archived)

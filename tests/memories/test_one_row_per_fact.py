@@ -359,3 +359,54 @@ def test_a_large_batch_does_not_look_similar_memories_up(api, owner, settings):
 
     assert all(item["similar_ids"] == [] for item in looked_up["data"])
     assert all(item["similar_ids"] is None for item in skipped["data"])
+
+
+# --- Edits of the key -----------------------------------------------------------------------
+
+
+def test_editing_a_key_into_a_held_key_supersedes_the_holder_as_a_save_would(api, owner):
+    holder = save(api, key="home", value="Lives in Porto").json()
+    moved = save(api, key="city", value="Lives in Lisbon").json()
+
+    response = api.patch(f"/api/memories/{moved['id']}", {"key": "Home"}, format="json")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "active"
+    assert [m.id for m in current(owner, "home")] == [Memory.objects.get(id=moved["id"]).id]
+    old = Memory.objects.get(id=holder["id"])
+    assert old.status == Status.ARCHIVED and old.valid_until is not None
+    assert str(old.superseded_by_id) == moved["id"]
+    archive = MemoryRevision.objects.filter(memory=old).latest("created_at")
+    assert archive.action == "archive" and moved["id"] in archive.note
+    assert [hit["id"] for hit in search(api, "where do I live")] == [moved["id"]]
+
+
+def test_editing_a_key_elsewhere_in_its_group_leaves_the_other_holders(api, owner):
+    first = save(api, key="allergy", value="Allergic to peanuts").json()
+    second = api.post(
+        "/api/memories",
+        {"key": "allergy", "value": "Allergic to cats", "replace": False},
+        format="json",
+    ).json()
+
+    # The same key as far as facts go (case, punctuation): still two facts of it.
+    response = api.patch(f"/api/memories/{second['id']}", {"key": "Allergy!"}, format="json")
+    value_edit = api.patch(
+        f"/api/memories/{first['id']}", {"value": "Allergic to nuts"}, format="json"
+    )
+
+    assert (response.status_code, value_edit.status_code) == (200, 200)
+    assert len(current(owner, "allergy")) == 2
+
+
+def test_a_pending_memory_edited_into_a_held_key_replaces_it_only_when_approved(api, owner):
+    holder = save(api, key="home", value="Lives in Porto").json()
+    pending = make_pending(owner, key="town", value="Lives in Faro")
+
+    edited = api.patch(f"/api/memories/{pending.id}", {"key": "home"}, format="json")
+
+    assert edited.status_code == 200, edited.content
+    assert [str(m.id) for m in current(owner, "home")] == [holder["id"]]
+    approved = api.post(f"/api/memories/{pending.id}/approve")
+    assert approved.status_code == 200, approved.content
+    assert [m.id for m in current(owner, "home")] == [pending.id]

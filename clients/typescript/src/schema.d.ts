@@ -1215,7 +1215,7 @@ export interface components {
          */
         MemoryBatchCreateRequest: {
             /** @description 1 to 500 bodies of POST /api/memories. */
-            memories: unknown[];
+            memories: components["schemas"]["MemoryCreateRequest"][];
         };
         MemoryBatchSaved: {
             data: components["schemas"]["SavedMemory"][];
@@ -1413,7 +1413,7 @@ export interface components {
          */
         MessageBatchRequest: {
             /** @description 1 to 500 messages ({role, content}), in order. */
-            messages: unknown[];
+            messages: components["schemas"]["MessageRequest"][];
         };
         MessagePostRequest: components["schemas"]["MessageRequest"] | components["schemas"]["MessageBatchRequest"];
         MessagePosted: components["schemas"]["MessagePostedOne"] | components["schemas"]["MessageBatchPosted"];
@@ -1708,11 +1708,36 @@ export interface components {
             readonly action: components["schemas"]["ActionEnum"];
             /** Format: uuid */
             readonly actor_id: string | null;
-            readonly before: unknown;
-            readonly after: unknown;
+            /** @description The memory before the change; null on create. */
+            readonly before: components["schemas"]["RevisionSnapshot"] | null;
+            /** @description The memory after the change. */
+            readonly after: components["schemas"]["RevisionSnapshot"];
             readonly note: string;
             /** Format: date-time */
             readonly created_at: string;
+        };
+        /**
+         * @description A memory's fields as a revision keeps them (services.revisions.snapshot). Revisions
+         *     written before a memory had supersession and validity lack the last four.
+         */
+        RevisionSnapshot: {
+            key: string;
+            value: string;
+            category: string;
+            /** Format: double */
+            importance: number;
+            /** Format: double */
+            confidence: number;
+            status: components["schemas"]["MemoryStatusEnum"];
+            scope: components["schemas"]["ScopeEnum"];
+            /** Format: uuid */
+            supersedes_id?: string | null;
+            /** Format: uuid */
+            superseded_by_id?: string | null;
+            /** Format: date-time */
+            valid_from?: string | null;
+            /** Format: date-time */
+            valid_until?: string | null;
         };
         /**
          * @description * `user` - User
@@ -2095,7 +2120,7 @@ export interface components {
          */
         WorkSessionMessageBatchRequest: {
             /** @description 1 to 500 messages ({role, content}), in order. */
-            messages: unknown[];
+            messages: components["schemas"]["WorkSessionMessageRequest"][];
         };
         WorkSessionMessagePostRequest: components["schemas"]["WorkSessionMessageRequest"] | components["schemas"]["WorkSessionMessageBatchRequest"];
         WorkSessionMessagePosted: components["schemas"]["WorkSessionMessagePostedOne"] | components["schemas"]["WorkSessionMessageBatchPosted"];
