@@ -4,9 +4,9 @@ console summary of a run."""
 import json
 
 from bench.common import DOCS, RESULTS, ROOT
-from bench.embedded_server import embedded_server_section
-from bench.fair_writes import fair_writes_section
 from bench.report_cells import cell, newest_result, pct
+from bench.report_embedded_server import embedded_server_section
+from bench.report_fair_writes import fair_writes_section
 from bench.report_graphs import graphs_section
 from bench.report_latency import MODES, latency_history_section, latency_section
 from bench.report_quality import (
