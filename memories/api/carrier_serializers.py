@@ -2,6 +2,7 @@
 sessions and their messages."""
 
 from django.conf import settings
+from django.core.validators import slug_re
 from django.utils.module_loading import import_string
 from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
@@ -34,6 +35,13 @@ class CallerTenantField(serializers.SlugRelatedField):
         user = self.context["request"].user
         tenants = Tenant.objects.all()
         return tenants if user.tenant_id is None else tenants.filter(id=user.tenant_id)
+
+    def to_internal_value(self, data):
+        # No slug holds a NUL or other non-slug text, and PostgreSQL refuses a NUL in a query
+        # (a 500): such text is an unknown slug without asking the database.
+        if not isinstance(data, str) or not slug_re.fullmatch(data):
+            self.fail("does_not_exist", slug_name=self.slug_field, value=str(data)[:100])
+        return super().to_internal_value(data)
 
 
 class PersonaSerializer(StrictInputMixin, serializers.ModelSerializer):

@@ -183,3 +183,16 @@ def test_the_migration_gives_existing_personas_the_default_tenant_making_it_if_m
     persona = Persona.objects.get(name="Old helper")
     assert persona.tenant.slug == "default"
     assert Tenant.objects.count() == 1
+
+
+@pytest.mark.parametrize("slug", ["a\u0000b", "no spaces", 7])
+def test_a_tenant_that_is_not_a_slug_is_a_400_naming_tenant_on_create_and_patch(db, slug):
+    review = key_client(key_for("acme", "review"), None)
+    persona = persona_of("acme")
+
+    created = review.post("/api/personas", {"name": "Other", "tenant": slug}, format="json")
+    patched = review.patch(f"/api/personas/{persona.id}", {"tenant": slug}, format="json")
+
+    assert_error(created, 400, "tenant")
+    assert_error(patched, 400, "tenant")
+    assert Persona.objects.count() == 1
