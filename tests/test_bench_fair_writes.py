@@ -13,9 +13,13 @@ def test_the_benchmark_runs_its_three_phases_on_a_tiny_size():
     assert result["import"]["created"] == 120
     assert result["erasure"] == {**result["erasure"], "status": 204, "memories": 120}
     assert set(result["saves"]) == {"quiet", "import", "erasure"}
+    # An erasure of 120 memories can end between two saves (one every 0.1 s): only the quiet
+    # phase and the import are long enough to be sure of holding one.
+    assert result["saves"]["quiet"]["n"] >= 1 and result["saves"]["import"]["n"] >= 1
     for saves in result["saves"].values():
-        assert saves["n"] >= 1 and saves["not_2xx"] == 0
-        assert saves["p50_ms"] <= saves["p95_ms"] <= saves["max_ms"]
+        assert saves.get("not_2xx", 0) == 0
+        if saves.get("n"):
+            assert saves["p50_ms"] <= saves["p95_ms"] <= saves["max_ms"]
     results = {
         "meta": {
             "date": "2026-12-06T00:00:00+00:00",
