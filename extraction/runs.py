@@ -194,6 +194,21 @@ def run_fail(*, task_id: str, error: str) -> bool:
     return bool(failed)
 
 
+def run_skip_unstarted(*, task_id: str, reason: str) -> bool:
+    """Mark the task's run skipped with `reason` if it is still queued or running: its source
+    is gone (deleted, or its user erased, which takes the run with it: then nothing is left
+    to mark)."""
+    skipped = ExtractionRun.objects.filter(
+        task_id=task_id, status__in=[RunStatus.QUEUED, RunStatus.RUNNING]
+    ).update(status=RunStatus.SKIPPED, reason=reason[:300], finished_at=timezone.now())
+    if skipped:
+        count_extraction_run(RunStatus.SKIPPED)
+        run = ExtractionRun.objects.filter(task_id=task_id).values_list("id", "user_id").first()
+        if run is not None:
+            _finished_event(run[0], user_id=run[1])
+    return bool(skipped)
+
+
 def _finished_event(run_id: uuid.UUID, *, user_id: uuid.UUID | None) -> None:
     """extraction_run.finished: the run as the API shows it, read back after its outcome."""
     event_emit(

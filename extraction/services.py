@@ -57,6 +57,11 @@ def _finish(run: ExtractionRun, **outcome) -> ExtractionRun:
     return run
 
 
+class SourceGone(Exception):
+    """The conversation or work session to extract from no longer exists: deleted, or its user
+    erased, after its extraction was queued. Nothing to do, and nothing went wrong."""
+
+
 def extract_topic(
     *,
     topic_id: uuid.UUID | str,
@@ -68,7 +73,10 @@ def extract_topic(
     posted messages); a direct call extracts whatever is new. The run of `task_id` is the one
     worked on (see runs.run_start; none: a run of its own). Never raises for model errors:
     they end as a failed run."""
-    topic = Topic.objects.select_related("user", "project", "persona").get(id=topic_id)
+    try:
+        topic = Topic.objects.select_related("user", "project", "persona").get(id=topic_id)
+    except Topic.DoesNotExist:
+        raise SourceGone(f"conversation {topic_id}") from None
     source = ExtractionSource.of_topic(topic)
     return _extract_run(source, automatic=automatic, task_id=task_id, is_retry=is_retry)
 
@@ -77,7 +85,10 @@ def extract_work_session(
     *, session_id: uuid.UUID | str, task_id: str = "", is_retry: bool = False
 ) -> ExtractionRun:
     """Extract from a work session: managed projects only, every N new user messages."""
-    session = WorkSession.objects.select_related("user", "project").get(id=session_id)
+    try:
+        session = WorkSession.objects.select_related("user", "project").get(id=session_id)
+    except WorkSession.DoesNotExist:
+        raise SourceGone(f"work session {session_id}") from None
     source = ExtractionSource.of_work_session(session)
     return _extract_run(source, automatic=True, task_id=task_id, is_retry=is_retry)
 

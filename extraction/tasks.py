@@ -26,9 +26,15 @@ def _recorded(task, work):
     """`work()`, whose failure for good (anything but a database hiccup that autoretry will
     retry) also marks the task's run failed with the error, instead of leaving it queued or
     running. Here rather than in Task.on_failure, which in-process tasks that propagate their
-    errors (CELERY_TASK_EAGER_PROPAGATES) never reach."""
+    errors (CELERY_TASK_EAGER_PROPAGATES) never reach. A source deleted meanwhile is no
+    failure: its run, if it is still there, ends skipped, and the task returns None."""
     try:
         return work()
+    except services.SourceGone as gone:
+        reason = f"the {gone} no longer exists (deleted, or its user erased)"
+        runs.run_skip_unstarted(task_id=task.request.id, reason=reason)
+        logger.info("extraction task %s: %s; nothing to do", task.request.id, reason)
+        return None
     except Exception as exc:
         retried = isinstance(exc, RETRY["autoretry_for"]) and (
             task.request.retries < RETRY["max_retries"]
@@ -41,7 +47,9 @@ def _recorded(task, work):
         raise
 
 
-def _summary(run) -> dict:
+def _summary(run) -> dict | None:
+    if run is None:  # its source was gone
+        return None
     return {
         "run_id": str(run.id),
         "task_id": run.task_id,

@@ -2,6 +2,7 @@
 extraction answer can be followed to the run's outcome. Tasks run in process here;
 tests/extraction/test_celery_worker.py follows runs through a real worker."""
 
+import logging
 import uuid
 from datetime import datetime, timedelta
 from io import StringIO
@@ -17,6 +18,7 @@ from extraction import services
 from extraction.models import ExtractionRun, RunStatus
 from extraction.tasks import extract_topic_task
 from memories.api_keys import api_key_create
+from memories.erasure import user_erase
 from memories.models import Memory, Status, Topic
 from tests.extraction.helpers import (
     accepted,
@@ -419,17 +421,50 @@ def test_a_task_sent_without_a_queued_run_gets_one_made_by_the_worker(api, owner
     assert run["source"] == {"kind": "topic", "id": topic_id}
 
 
-def test_a_task_that_raises_leaves_its_run_failed_with_the_error(api, owner, llm):
+def test_a_task_that_raises_leaves_its_run_failed_with_the_error(api, owner, llm, monkeypatch):
     topic_id, queued = topic_with_a_run(api, owner, llm)
-    Topic.objects.filter(id=topic_id).delete()
 
-    with pytest.raises(Topic.DoesNotExist):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the extraction broke")
+
+    monkeypatch.setattr(services, "_extract_run", broken)
+
+    with pytest.raises(RuntimeError):
         extract_topic_task.apply(args=[topic_id, False], task_id=queued.task_id)
 
     run = run_of(api, queued.task_id)
     assert run["status"] == "failed"
-    assert "DoesNotExist" in run["error"]
+    assert "RuntimeError: the extraction broke" in run["error"]
     assert run["finished_at"]
+
+
+def test_a_task_whose_conversation_was_deleted_ends_its_run_skipped_quietly(
+    api, owner, llm, caplog
+):
+    topic_id, queued = topic_with_a_run(api, owner, llm)
+    Topic.objects.filter(id=topic_id).delete()
+
+    assert extract_topic_task.apply(args=[topic_id, False], task_id=queued.task_id).get() is None
+
+    run = run_of(api, queued.task_id)
+    assert run["status"] == "skipped" and run["finished_at"]
+    assert "no longer exists" in run["reason"]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert llm.chat_requests() == []
+
+
+def test_a_task_whose_user_was_erased_meanwhile_ends_quietly(api, owner, llm, caplog):
+    """The erasure takes the conversation and the run with it: nothing is left to mark, and
+    nothing went wrong (no traceback, no warning)."""
+    topic_id, queued = topic_with_a_run(api, owner, llm)
+    user_erase(user=owner)
+    assert not ExtractionRun.objects.filter(task_id=queued.task_id).exists()
+
+    assert extract_topic_task.apply(args=[topic_id, False], task_id=queued.task_id).get() is None
+
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("no longer exists" in r.getMessage() for r in caplog.records)
+    assert llm.chat_requests() == []
 
 
 def test_a_direct_service_call_makes_a_run_of_its_own_addressed_by_its_id(api, owner, llm):

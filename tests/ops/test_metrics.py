@@ -9,10 +9,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ValidationError
 from prometheus_client.parser import text_string_to_metric_families
 
 from extraction.tasks import extract_topic_task
-from memories.models import Topic
 from ops.metrics import RECALL_STAGES, observe_recall_stage
 from tests.extraction.helpers import accepted, answer, extract, memory, new_topic, post
 from tests.memories.helpers import assert_error, make_memory, make_pending
@@ -167,8 +167,8 @@ def test_a_task_that_raises_counts_as_a_failure(db, scrape):
     task = "extraction.tasks.extract_topic_task"
     before = scrape()("memory_celery_tasks_total", task=task, outcome="failure")
 
-    with pytest.raises(Topic.DoesNotExist):
-        extract_topic_task.delay(str(uuid.uuid4()))
+    with pytest.raises(ValidationError):  # not an id at all
+        extract_topic_task.delay("not-a-conversation-id")
 
     after = scrape()("memory_celery_tasks_total", task=task, outcome="failure")
     assert after - before == 1
