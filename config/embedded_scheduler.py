@@ -119,7 +119,8 @@ class EmbeddedScheduler:
                 logger.info("embedded scheduler: %s still running, skipped this time", entry.name)
                 continue
             entry.pending.set()
-            logger.info("embedded scheduler: sending due task %s (%s)", entry.name, entry.task)
+            # DEBUG: the webhook sweep is due every few seconds; what a task does is logged.
+            logger.debug("embedded scheduler: sending due task %s (%s)", entry.name, entry.task)
             try:
                 self.submit(entry.task, entry.args, entry.kwargs, entry.pending.clear)
             except Exception:

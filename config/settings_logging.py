@@ -8,7 +8,10 @@ LOG_FORMAT = env.choice("LOG_FORMAT", ("json", "console"), default="console" if 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_context": {"()": "ops.logs.RequestContextFilter"}},
+    "filters": {
+        "request_context": {"()": "ops.logs.RequestContextFilter"},
+        "idle_periodic_task": {"()": "ops.logs.IdlePeriodicTaskFilter"},
+    },
     "formatters": {
         "json": {"()": "ops.logs.JsonFormatter"},
         "console": {"()": "ops.logs.ConsoleFormatter"},
@@ -26,5 +29,7 @@ LOGGING = {
         "django": {"level": "INFO"},
         # runserver's request lines carry query strings; ops.requests logs each request.
         "django.server": {"level": "WARNING"},
+        # Celery's line for each task that ended: not for a periodic one that had nothing to do.
+        "celery.app.trace": {"filters": ["idle_periodic_task"]},
     },
 }

@@ -14,6 +14,9 @@ from django.utils.functional import SimpleLazyObject, empty
 _fields: ContextVar[dict[str, str] | None] = ContextVar("ops_log_fields", default=None)
 # The request being answered: its user and route are read from it when a line is logged.
 _request: ContextVar[HttpRequest | None] = ContextVar("ops_log_request", default=None)
+# True while the embedded scheduler's periodic task runs (config.embedded_worker): one that
+# finds nothing to do is not logged (ops.logs.IdlePeriodicTaskFilter).
+periodic_run: ContextVar[bool] = ContextVar("ops_periodic_run", default=False)
 
 # An incoming X-Request-Id is kept when it looks like an id (a UUID, a trace id, a proxy's
 # request id); anything else (text, a megabyte, control characters) is replaced.

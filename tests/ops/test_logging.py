@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from celery import Celery
 from celery import _state as celery_state
 from celery.contrib.testing.worker import start_worker
 
+from config.celery import app
 from ops import context
 from tests.extraction.helpers import accepted, answer, extract, memory, new_topic, post
 
@@ -205,3 +207,75 @@ def test_a_malformed_log_format_stops_start_up():
 
     assert result.returncode != 0
     assert "LOG_FORMAT='xml': expected one of json, console" in result.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_webhook_sweep_logs_nothing_when_nothing_is_due_and_its_count_when_something_is(
+    log_lines, settings, tmp_path
+):
+    """The embedded scheduler sends the webhook sweep every few seconds: with nothing to send,
+    neither the scheduler nor Celery's "succeeded" line says so on the embedded worker
+    (issue 42); a sweep that sent something, and an ordinary task, are still logged."""
+    from config.embedded_scheduler import EmbeddedScheduler
+    from config.embedded_worker import EmbeddedWorker, Job
+    from memories.tasks import finish_erasures_task
+    from webhooks.models import WebhookDelivery, WebhookEndpoint
+    from webhooks.tasks import deliver_due_webhooks_task
+
+    worker = EmbeddedWorker()
+    worker.start()
+    results = []
+
+    def submit(name, args, kwargs, on_done):
+        task = app.tasks[name]
+        # The embedded scheduler's submit (config/embedded.py), its result kept here.
+        worker.submit(
+            Job(task, args, kwargs, name, lambda: (results.append(name), on_done()), periodic=True)
+        )
+
+    now = [10_000.0]
+    scheduler = EmbeddedScheduler(
+        {"deliver-webhooks": settings.CELERY_BEAT_SCHEDULE["deliver-webhooks"]},
+        submit=submit,
+        lock_path=tmp_path / "lock",
+        clock=lambda: now[0],
+    )
+
+    def sweep() -> None:
+        now[0] += 3600  # due
+        scheduler.tick()
+        count = len(results)
+        deadline = time.monotonic() + 30
+        while len(results) == count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(results) == count + 1, "the sweep never ran"
+
+    try:
+        sweep()
+        assert log_lines() == []
+
+        # Something to send: the sweep's line says how many (the delivery itself is refused:
+        # the target is a private address and WEBHOOK_ALLOW_PRIVATE is off).
+        from memories.api_keys import default_tenant
+
+        endpoint = WebhookEndpoint.objects.create(
+            tenant=default_tenant(), url="http://127.0.0.1:9/hooks", events=[], secret="whsec_MA=="
+        )
+        WebhookDelivery.objects.create(
+            endpoint=endpoint, event_type="memory.created", body="{}", next_attempt_at=None
+        )
+        WebhookDelivery.objects.update(next_attempt_at=endpoint.created_at)
+        sweep()
+        lines = [line["message"] for line in log_lines() if line["logger"] == "celery.app.trace"]
+        assert any("deliver_due_webhooks_task" in line and ": 1" in line for line in lines)
+        # The delivery's own task is logged whatever it returns.
+        assert any("deliver_webhook_task" in line and "refused" in line for line in lines)
+    finally:
+        worker.stop(timeout=30)
+    # Outside the embedded scheduler (a Celery worker logs what it receives too), a periodic
+    # task is logged whatever it returns.
+    assert deliver_due_webhooks_task.apply().get() == 0
+    assert finish_erasures_task.apply().get() == 0
+    lines = [line["message"] for line in log_lines()]
+    assert any("deliver_due_webhooks_task" in line and ": 0" in line for line in lines)
+    assert any("finish_erasures_task" in line for line in lines), lines
