@@ -14,7 +14,7 @@ from django.conf import settings
 
 from config.celery import app
 from config.embedded_scheduler import EmbeddedScheduler
-from config.embedded_worker import Job, embedded_worker, worker_start
+from config.embedded_worker import Job, embedded_worker, worker_for, worker_start
 
 logger = logging.getLogger(__name__)
 
@@ -36,11 +36,15 @@ def embedded_start() -> bool:
     global _scheduler
     if settings.CELERY_BROKER_URL or embedded_worker() is not None:
         return False
-    worker = worker_start()
+    # Deliveries on threads of their own (settings.CELERY_TASK_ROUTES), as the production
+    # set runs a worker of their own.
+    worker_start({settings.WEBHOOK_QUEUE: settings.WEBHOOK_CONCURRENCY})
     _exit_on_sigterm()
 
     def submit(name: str, args: tuple, kwargs: dict, on_done) -> None:
-        worker.submit(Job(app.tasks[name], args, kwargs, uuid(), on_done))
+        worker = worker_for(name)
+        assert worker is not None  # started just above
+        worker.submit(Job(app.tasks[name], args, kwargs, uuid(), on_done, periodic=True))
 
     scheduler = EmbeddedScheduler(
         settings.CELERY_BEAT_SCHEDULE,
@@ -54,13 +58,16 @@ def embedded_start() -> bool:
         every = ", ".join(f"{entry.name} every {entry.interval:g} s" for entry in scheduler.entries)
         logger.info(
             "embedded worker and scheduler started (no broker: tasks run on a thread of this "
-            "process): %s",
+            "process, webhook deliveries on %d of their own): %s",
+            settings.WEBHOOK_CONCURRENCY,
             every or "no periodic tasks",
         )
     else:
         logger.info(
-            "embedded worker started (no broker: tasks run on a thread of this process); "
-            "another process of this checkout runs the schedule (lock %s)",
+            "embedded worker started (no broker: tasks run on a thread of this process, "
+            "webhook deliveries on %d of their own); another process of this checkout runs "
+            "the schedule (lock %s)",
+            settings.WEBHOOK_CONCURRENCY,
             scheduler.lock_path,
         )
     return True

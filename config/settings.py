@@ -97,9 +97,12 @@ from config.settings_recall import (  # noqa: F401
     VECTOR_MIRROR_MB,
 )
 from config.settings_webhooks import (  # noqa: F401
+    CELERY_TASK_ROUTES,
     WEBHOOK_ALLOW_PRIVATE,
     WEBHOOK_BEAT_SCHEDULE,
+    WEBHOOK_CONCURRENCY,
     WEBHOOK_DISPATCH_INTERVAL_SECONDS,
+    WEBHOOK_QUEUE,
     WEBHOOK_RETRY_SECONDS,
     WEBHOOK_TIMEOUT_SECONDS,
 )

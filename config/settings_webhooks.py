@@ -24,6 +24,20 @@ WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
 WEBHOOK_DISPATCH_INTERVAL_SECONDS = env.int(
     "WEBHOOK_DISPATCH_INTERVAL_SECONDS", default=5, minimum=1
 )
+# Deliveries never wait behind extraction, nor extraction behind a slow receiver: their tasks
+# go to a queue of their own, which a worker of their own consumes (`celery worker -Q` with this
+# name; scripts/serve --production runs one), and the embedded default runs them on threads of
+# their own.
+WEBHOOK_QUEUE = env.str("WEBHOOK_QUEUE", default="webhooks")
+if not WEBHOOK_QUEUE.strip() or WEBHOOK_QUEUE == "celery":
+    raise ConfigurationError(
+        "WEBHOOK_QUEUE must name a queue other than celery, the one extraction's tasks use"
+    )
+CELERY_TASK_ROUTES = {"webhooks.tasks.*": {"queue": WEBHOOK_QUEUE}}
+# Attempts under way at once: the embedded default's delivery threads, and the threads of the
+# production set's webhook worker. One endpoint has one attempt under way at a time
+# (webhooks.delivery), so a slow receiver holds one of them, never all.
+WEBHOOK_CONCURRENCY = env.int("WEBHOOK_CONCURRENCY", default=4, minimum=1)
 WEBHOOK_BEAT_SCHEDULE = {
     "deliver-webhooks": {
         "task": "webhooks.tasks.deliver_due_webhooks_task",

@@ -90,6 +90,13 @@ def production(tmp_path_factory):
         env["METRICS_TOKEN"] = secrets.token_urlsafe(16)
         env["METRICS_ALLOWED_NETWORKS"] = "127.0.0.1/32"
         service = serve_production(env, tmp)
+        # The banner once the address answers (issue 42: it came before, even on a taken port).
+        wait_until(
+            lambda: f"Serving on http://127.0.0.1:{env['PORT']}/" in service.log(),
+            what="scripts/serve's banner",
+            timeout=30,
+            alive=[service],
+        )
         yield env, api_key(env)
     finally:
         if service is not None:

@@ -198,17 +198,23 @@ def topology(database, shared_redis, model, tmp_path):
             command = [python, "-m", "gunicorn", "-c", "config/gunicorn.conf.py"]
             command += ["--bind", f"127.0.0.1:{port}", "--workers", "1"]
             services.append(Service(f"gunicorn-{n}", command, env, tmp_path))
+        celery_worker = [python, "-m", "celery", "-A", "config", "worker"]
         for name in ("a", "b"):
-            command = [python, "-m", "celery", "-A", "config", "worker", "--concurrency", "2"]
-            command += ["-n", f"topology-{name}@%h"]
+            command = [*celery_worker, "-Q", "celery", "-n", f"topology-{name}@%h"]
+            command += ["--concurrency", "2"]
             services.append(Service(f"worker-{name}", command, env, tmp_path))
+        # The webhook deliveries' worker, as scripts/serve --production runs it (no endpoint
+        # is registered here: it has nothing to do but start).
+        command = [*celery_worker, "-Q", "webhooks", "-n", "topology-webhooks@%h"]
+        command += ["--pool", "threads", "--concurrency", "4"]
+        services.append(Service("worker-webhooks", command, env, tmp_path))
         command = [python, "-m", "celery", "-A", "config", "beat", "-s", str(tmp_path / "beat")]
         services.append(Service("beat", command, env, tmp_path))
-        web, workers, beat = services[:2], services[2:4], services[4]
+        web, workers, beat = services[:2], services[2:4], services[5]
         wait_until(
             lambda: (
                 all(is_ready(port) for port in ports)
-                and all(" ready." in worker.log() for worker in workers)
+                and all(" ready." in worker.log() for worker in services[2:5])
                 and "beat: Starting..." in beat.log()
             ),
             what="gunicorn's /readyz to answer 200, the workers to be ready and beat to start",

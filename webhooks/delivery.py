@@ -14,7 +14,14 @@ one delivery, exactly one updates the row and sends; the claim outlives the atte
 nothing is sent twice while one is in flight; a worker that dies mid-attempt leaves the
 delivery due again once that time has passed. Retries are not Celery countdowns: without a
 broker a task runs at once (the embedded worker, inline), so the row's `next_attempt_at` says
-when, and the periodic task sends what is due in all three set-ups alike."""
+when, and the periodic task sends what is due in all three set-ups alike.
+
+One endpoint has one attempt under way at a time: a worker holds the endpoint
+(`sending_until`, taken and kept as a claim is) while it sends, and then sends that endpoint's
+other due deliveries, oldest first, while they are delivered (for up to DRAIN_SECONDS). A
+task finding its endpoint held leaves its delivery to the holder. So a receiver that answers
+slowly, or not at all, holds one delivery worker at a time and its own deliveries wait, while
+other endpoints' deliveries go on on the other workers (WEBHOOK_CONCURRENCY)."""
 
 import asyncio
 import functools
@@ -28,12 +35,14 @@ from uuid import UUID
 
 import certifi
 import httpx
+from celery import current_app
 from django.conf import settings
-from django.db.models import F
+from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 from standardwebhooks import Webhook
 
 from webhooks.models import (
+    DELIVER_TASK,
     AttemptOutcome,
     DeliveryStatus,
     WebhookAttempt,
@@ -44,8 +53,12 @@ from webhooks.targets import Target, TargetRefused, resolve
 
 logger = logging.getLogger("webhooks.delivery")
 
-# At most this many due deliveries per run of the periodic task; the rest wait for the next.
+# At most this many endpoints' due deliveries sent per run of the periodic task; the rest
+# wait for the next.
 DUE_BATCH = 100
+# How long a worker holding an endpoint goes on sending its due deliveries before it lets
+# the endpoint go (the next sweep sends the rest, on whichever worker is free).
+DRAIN_SECONDS = 30.0
 USER_AGENT = "memory-service-webhooks/1"
 # A claim lasts an attempt's bound and this much more: the target's name is looked up before
 # the bound starts (the system's resolver cannot be cancelled: its own timeouts, a few seconds
@@ -167,10 +180,76 @@ async def _post(url: str, target: Target, headers: dict, body: bytes, bound: flo
     return Sent(AttemptOutcome.FAILED, status_code=status_code, error=f"HTTP {status_code}")
 
 
+def _endpoint_take(endpoint_id: UUID, now: datetime) -> datetime | None:
+    """Hold the endpoint for one attempt if nobody sends to it now; the time the hold lasts
+    until (the holder's token), or None."""
+    until = now + timedelta(seconds=claim_seconds())
+    free = Q(sending_until__isnull=True) | Q(sending_until__lte=now)
+    taken = WebhookEndpoint.objects.filter(free, id=endpoint_id, is_active=True).update(
+        sending_until=until
+    )
+    return until if taken else None
+
+
+def _endpoint_keep(endpoint_id: UUID, held: datetime, now: datetime) -> datetime | None:
+    """Hold the endpoint held since `held` for one more attempt; None if the hold was lost
+    (it lapsed and another worker took it)."""
+    until = now + timedelta(seconds=claim_seconds())
+    kept = WebhookEndpoint.objects.filter(id=endpoint_id, sending_until=held, is_active=True)
+    return until if kept.update(sending_until=until) else None
+
+
+def _endpoint_let_go(endpoint_id: UUID, held: datetime) -> None:
+    WebhookEndpoint.objects.filter(id=endpoint_id, sending_until=held).update(sending_until=None)
+
+
+def _due(now: datetime):
+    return WebhookDelivery.objects.filter(
+        status=DeliveryStatus.PENDING, next_attempt_at__lte=now, endpoint__is_active=True
+    )
+
+
 def delivery_attempt(*, delivery_id: UUID | str) -> str:
-    """Attempt the delivery if it is due (and its endpoint active), claiming it first.
-    Returns the attempt's outcome, or "not_due" when it was not attempted here."""
+    """Attempt the delivery if it is due (and its endpoint active and not being sent to),
+    claiming it first; then, while they are delivered, the endpoint's other due deliveries.
+    Returns the delivery's outcome, "not_due" when it was not attempted here, or
+    "endpoint_busy" when another worker sends to its endpoint (and will send it)."""
     now = timezone.now()
+    endpoint_id = _due(now).filter(id=delivery_id).values_list("endpoint_id", flat=True).first()
+    if endpoint_id is None:
+        return "not_due"
+    held = _endpoint_take(endpoint_id, now)
+    if held is None:
+        logger.debug("webhook delivery %s: its endpoint is being sent to", delivery_id)
+        return "endpoint_busy"
+    try:
+        outcome = _claimed_attempt(delivery_id, now)
+        drain_until = time.monotonic() + DRAIN_SECONDS
+        last = outcome
+        while last == AttemptOutcome.DELIVERED and time.monotonic() < drain_until:
+            now = timezone.now()
+            next_id = (
+                _due(now)
+                .filter(endpoint_id=endpoint_id)
+                .order_by("next_attempt_at")
+                .values_list("id", flat=True)
+                .first()
+            )
+            if next_id is None:
+                break
+            kept = _endpoint_keep(endpoint_id, held, now)
+            if kept is None:
+                break
+            held = kept
+            last = _claimed_attempt(next_id, now)
+    finally:
+        _endpoint_let_go(endpoint_id, held)
+    return outcome
+
+
+def _claimed_attempt(delivery_id: UUID | str, now: datetime) -> str:
+    """Claim the delivery, attempt it and record the attempt; "not_due" when it could not be
+    claimed."""
     if not _claim(delivery_id, now):
         return "not_due"
     delivery = WebhookDelivery.objects.select_related("endpoint").get(id=delivery_id)
@@ -223,16 +302,23 @@ def delivery_attempt(*, delivery_id: UUID | str) -> str:
     return sent.outcome
 
 
-def deliveries_due_attempt(*, limit: int = DUE_BATCH) -> int:
-    """Attempt the due deliveries of active endpoints, oldest first. Returns how many were
-    attempted here (others may have been claimed by another worker first)."""
-    due = list(
-        WebhookDelivery.objects.filter(
-            status=DeliveryStatus.PENDING,
-            next_attempt_at__lte=timezone.now(),
-            endpoint__is_active=True,
-        )
-        .order_by("next_attempt_at")
-        .values_list("id", flat=True)[:limit]
+def deliveries_due_send(*, limit: int = DUE_BATCH) -> int:
+    """Send a delivery task for the oldest due delivery of each active endpoint nobody is
+    sending to (the task sends that endpoint's other due ones after it), on the delivery
+    queue: they run side by side on the delivery workers. Returns how many were sent."""
+    now = timezone.now()
+    oldest_due = (
+        _due(now).filter(endpoint=OuterRef("pk")).order_by("next_attempt_at").values("id")[:1]
     )
-    return sum(delivery_attempt(delivery_id=delivery_id) != "not_due" for delivery_id in due)
+    due_ids = list(
+        WebhookEndpoint.objects.filter(Q(sending_until__isnull=True) | Q(sending_until__lte=now))
+        .filter(is_active=True)
+        .annotate(due_id=Subquery(oldest_due))
+        .filter(due_id__isnull=False)
+        .order_by("created_at")
+        .values_list("due_id", flat=True)[:limit]
+    )
+    task = current_app.tasks[DELIVER_TASK]
+    for delivery_id in due_ids:
+        task.apply_async(args=[str(delivery_id)])
+    return len(due_ids)

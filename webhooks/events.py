@@ -31,9 +31,7 @@ from memories.models import (
     Tenant,
     User,
 )
-from webhooks.models import EventType, WebhookDelivery, WebhookEndpoint
-
-DELIVER_TASK = "webhooks.tasks.deliver_webhook_task"
+from webhooks.models import DELIVER_TASK, EventType, WebhookDelivery, WebhookEndpoint
 
 # A memory's revision action, and the event it is.
 MEMORY_EVENTS: dict[str, str] = {

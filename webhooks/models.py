@@ -7,6 +7,10 @@ from django.db import models
 
 from memories.models import Tenant
 
+# The task that sends one delivery (webhooks.tasks), by name: the services queue it without
+# importing the sending code.
+DELIVER_TASK = "webhooks.tasks.deliver_webhook_task"
+
 
 class EventType(models.TextChoices):
     MEMORY_CREATED = "memory.created"
@@ -33,6 +37,9 @@ class WebhookEndpoint(models.Model):
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Held while a worker sends to this endpoint (webhooks.delivery): one attempt at a time
+    # per endpoint, so a slow receiver holds one delivery worker, never all of them.
+    sending_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["created_at"]
@@ -41,6 +48,18 @@ class WebhookEndpoint(models.Model):
 
     def __str__(self) -> str:
         return self.url
+
+    def save(self, *args, **kwargs) -> None:
+        # An edit (the API, the admin) writes every field but the sending hold, which a
+        # worker changes meanwhile: the value read before the edit would undo its own.
+        editing = not self._state.adding and not kwargs.get("force_insert")
+        if editing and kwargs.get("update_fields") is None and not args:
+            kwargs["update_fields"] = [
+                field.name
+                for field in self._meta.concrete_fields
+                if not field.primary_key and field.name != "sending_until"
+            ]
+        super().save(*args, **kwargs)
 
 
 class DeliveryStatus(models.TextChoices):

@@ -1,6 +1,7 @@
-"""Celery tasks: send one delivery, and send every delivery that is due (Celery beat and the
-embedded scheduler, every WEBHOOK_DISPATCH_INTERVAL_SECONDS). Both claim before they send, so
-a delivery is never sent twice at once however many workers run them."""
+"""Celery tasks, on the delivery queue (WEBHOOK_QUEUE) of their own: send one delivery (and
+its endpoint's other due ones), and send the tasks of the deliveries that are due (Celery beat
+and the embedded scheduler, every WEBHOOK_DISPATCH_INTERVAL_SECONDS). A delivery is claimed
+before it is sent, so it is never sent twice at once however many workers run them."""
 
 from celery import shared_task
 
@@ -15,5 +16,6 @@ def deliver_webhook_task(delivery_id: str) -> str:
 
 @shared_task
 def deliver_due_webhooks_task() -> int:
-    """Attempt every due delivery (retries, and first sends whose task was lost)."""
-    return delivery.deliveries_due_attempt()
+    """Send the tasks of due deliveries (retries, and first sends whose task was lost), one
+    per endpoint; returns how many."""
+    return delivery.deliveries_due_send()

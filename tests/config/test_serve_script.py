@@ -175,6 +175,7 @@ def test_debug_from_the_environment_wins_over_dotenv(checkout):
 # other command is recorded with the variables the processes would see.
 PRODUCTION_STAND_IN = f"""#!/usr/bin/env bash
 if [ "$1 $2" = "manage.py shell" ]; then cd {REPO} && exec {sys.executable} "$@"; fi
+if [ "$1" = scripts/_address.py ]; then exec {sys.executable} "$@"; fi
 seen="${{DEBUG-{UNSET}}} ${{PROMETHEUS_MULTIPROC_DIR-{UNSET}}}"
 echo "$* | $seen" >> "$(dirname "$0")/../../calls.log"
 if [ "$2" = gunicorn ]; then
@@ -193,12 +194,28 @@ PRODUCTION = {
     "CELERY_BROKER_URL": "redis://127.0.0.1:1/0",
     "SECRET_KEY": "test-only-secret-key",
 }
+# The port of a test that names none: free, as serve checks before anything runs (8000 may
+# serve something else here).
+PRODUCTION_PORT = str(free_port())
 
 
-# nginx's stand-in, first on the PATH: records its arguments, runs on like gunicorn.
-NGINX_STAND_IN = """#!/usr/bin/env bash
+# nginx's stand-in, first on the PATH: records its arguments; run (not -t), answers one
+# request on HOST:PORT (the banner's check), or gives up after 10 s, then stops.
+NGINX_STAND_IN = f"""#!/usr/bin/env bash
 echo "$*" >> "$(dirname "$0")/../nginx.log"
-if [ "${*: -1}" != -q ]; then sleep 1; fi
+if [ "${{*: -1}}" != -q ]; then
+  exec {sys.executable} -c '
+import os
+from http.server import BaseHTTPRequestHandler, HTTPServer
+class Answer(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+server = HTTPServer((os.environ["HOST"], int(os.environ["PORT"])), Answer)
+server.timeout = 10
+server.handle_request()
+'
+fi
 """
 
 
@@ -216,6 +233,7 @@ def serve_production(checkout: Path, **variables: str) -> subprocess.CompletedPr
         and not key.startswith(("DATABASE_", "CELERY_"))
     }
     environment["PATH"] = f"{nginx.parent}:{environment['PATH']}"
+    environment.update(HOST="127.0.0.1", PORT=PRODUCTION_PORT)
     environment.update(variables)
     return subprocess.run(
         [str(checkout / "scripts" / "serve"), "--production"],
@@ -231,7 +249,7 @@ def calls_of(checkout: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def test_production_prepares_then_runs_nginx_gunicorn_a_worker_and_beat_with_emptied_metrics(
+def test_production_prepares_then_runs_nginx_gunicorn_two_workers_and_beat_with_emptied_metrics(
     checkout,
 ):
     stale = checkout / "var" / "metrics" / "counter_123.db"
@@ -249,10 +267,12 @@ def test_production_prepares_then_runs_nginx_gunicorn_a_worker_and_beat_with_emp
         f"manage.py collectstatic --noinput{seen}",
         f"manage.py export_embedder{seen}",
     ]
-    front = checkout / "var" / "nginx" / "8000"
+    front = checkout / "var" / "nginx" / PRODUCTION_PORT
     assert sorted(calls[3:]) == [
         f"-m celery -A config beat{seen}",
-        f"-m celery -A config worker --concurrency 2{seen}",
+        f"-m celery -A config worker -Q celery -n tasks@%h --concurrency 2{seen}",
+        f"-m celery -A config worker -Q webhooks -n webhooks@%h --pool threads "
+        f"--concurrency 4{seen}",
         f"-m gunicorn -c config/gunicorn.conf.py --bind unix:{front}/gunicorn.sock "
         f"--workers 2{seen}",
     ]
@@ -350,7 +370,7 @@ def test_the_front_passes_the_outer_proxys_scheme_when_there_is_one(checkout):
     )
 
     assert done.returncode == 0, done.stderr
-    config = (checkout / "var" / "nginx" / "8000" / "nginx.conf").read_text()
+    config = (checkout / "var" / "nginx" / PRODUCTION_PORT / "nginx.conf").read_text()
     assert "default $http_x_forwarded_proto;" in config
     assert "proxy_set_header X-Forwarded-Ssl $http_x_forwarded_ssl;" in config
 
@@ -372,6 +392,8 @@ def test_production_keeps_the_metrics_directory_and_sizes_the_settings_give(chec
         PROMETHEUS_MULTIPROC_DIR=str(metrics),
         WEB_CONCURRENCY="4",
         WORKER_CONCURRENCY="3",
+        WEBHOOK_CONCURRENCY="6",
+        WEBHOOK_QUEUE="deliveries",
         PORT="9000",
         FRONT="none",  # gunicorn alone, on the address
     )
@@ -380,7 +402,12 @@ def test_production_keeps_the_metrics_directory_and_sizes_the_settings_give(chec
     assert not (checkout / "nginx.log").exists()
     assert (checkout / "trusted-proxies.log").read_text().strip() == UNSET
     calls = calls_of(checkout)
-    assert f"-m celery -A config worker --concurrency 3 | {UNSET} {metrics}" in calls
+    seen = f" | {UNSET} {metrics}"
+    assert f"-m celery -A config worker -Q celery -n tasks@%h --concurrency 3{seen}" in calls
+    assert (
+        f"-m celery -A config worker -Q deliveries -n webhooks@%h --pool threads "
+        f"--concurrency 6{seen}" in calls
+    )
     assert (
         f"-m gunicorn -c config/gunicorn.conf.py --bind 127.0.0.1:9000 --workers 4 | {UNSET} "
         f"{metrics}" in calls
@@ -432,6 +459,29 @@ def test_serve_prints_every_link_on_its_one_address_and_the_login_once_it_answer
     assert lines[-len(LINKS) - 1 : -1] == [line.format(port=9100) for line in LINKS]
     assert lines[-1] == "Staff login: (stand-in)"
     assert lines.count("Staff login: (stand-in)") == 1
+
+
+def test_production_stops_before_anything_runs_when_its_address_is_taken(checkout):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        done = serve_production(checkout, **PRODUCTION, PORT=str(port))
+
+    assert done.returncode == 1
+    assert f"127.0.0.1:{port} is taken" in done.stderr
+    assert "Serving on" not in done.stdout
+    assert [call for call in calls_of(checkout) if "manage.py shell" not in call] == []
+
+
+def test_production_prints_no_banner_while_nothing_answers_on_the_address(checkout):
+    # gunicorn's stand-in binds no address (FRONT=none: it alone would listen there).
+    done = serve_production(checkout, **PRODUCTION, PORT="9102", FRONT="none")
+
+    assert done.returncode == 0, done.stderr
+    assert "Serving on" not in done.stdout
+    assert any("-m gunicorn" in call for call in calls_of(checkout))
 
 
 def test_production_prints_the_same_links(checkout):
