@@ -60,7 +60,7 @@ def _summary(run) -> dict | None:
 
 
 @shared_task(bind=True, **RETRY)
-def extract_topic_task(self, topic_id: str, automatic: bool = False) -> dict:
+def extract_topic_task(self, topic_id: str, automatic: bool = False) -> dict | None:
     """Extract memories from one conversation."""
     run = _recorded(
         self,
@@ -75,7 +75,7 @@ def extract_topic_task(self, topic_id: str, automatic: bool = False) -> dict:
 
 
 @shared_task(bind=True, **RETRY)
-def extract_work_session_task(self, session_id: str) -> dict:
+def extract_work_session_task(self, session_id: str) -> dict | None:
     """Extract memories from one work session."""
     run = _recorded(
         self,

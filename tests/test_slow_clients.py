@@ -29,6 +29,7 @@ import redis
 from django.conf import settings
 
 from tests.celery_support import redis_url
+from tests.raw_http import read_head
 from tests.slow_clients import (
     McpProbe,
     McpStreamClients,
@@ -267,11 +268,7 @@ def exchange(port: int, raw: bytes) -> tuple[int, dict, bytes]:
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
         sock.sendall(raw)
         reader = sock.makefile("rb")
-        status = int(reader.readline().split()[1])
-        headers = {}
-        while (line := reader.readline().decode().strip()) != "":
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
+        status, headers = read_head(reader)
         return status, headers, reader.read(int(headers["content-length"]))
 
 

@@ -9,7 +9,6 @@ import secrets
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 from rest_framework.authtoken.models import Token
@@ -17,6 +16,7 @@ from rest_framework.authtoken.models import Token
 from memories.models import Memory
 from tests.config.test_gunicorn import Gunicorn, database_url
 from tests.conftest import make_user
+from tests.raw_http import read_head, wait_listening
 from tests.topology import REPO, free_port
 
 LINE = b'{"key": "city", "value": "Lives in Lisbon"}\n'
@@ -63,15 +63,7 @@ class Runserver:
             )
 
     def wait(self) -> None:
-        deadline = time.monotonic() + 120
-        while True:
-            assert self.process.poll() is None, self.log.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                assert time.monotonic() < deadline, self.log.read_text()
-                time.sleep(0.1)
+        wait_listening(self.process, self.port, self.log)
 
     def stop(self) -> None:
         self.process.terminate()
@@ -109,11 +101,7 @@ def send_chunked(port: int, path: str, token: str, body: bytes, content_type: st
     with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
         sock.sendall(head.encode() + body)
         reader = sock.makefile("rb")
-        status = int(reader.readline().split()[1])
-        headers = {}
-        while (line := reader.readline().decode().strip()) != "":
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
+        status, headers = read_head(reader)
         if headers.get("transfer-encoding") == "chunked":
             data = b""
             while size := int(reader.readline().strip(), 16):

@@ -18,6 +18,7 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from tests.conftest import make_user
+from tests.raw_http import read_head, wait_listening
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,15 +62,8 @@ class Gunicorn:
             )
 
     def connect(self) -> http.client.HTTPConnection:
-        deadline = time.monotonic() + 120
-        while True:
-            assert self.process.poll() is None, self.log.read_text()
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
-            except OSError:
-                assert time.monotonic() < deadline, self.log.read_text()
-                time.sleep(0.05)
+        wait_listening(self.process, self.port, self.log)
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
 
     def stop(self) -> None:
         self.process.terminate()
@@ -195,11 +189,7 @@ def post_raw(sock: socket.socket, path: str, body: bytes, headers: dict[str, str
 def read_answer(sock: socket.socket) -> tuple[int, dict[str, str]]:
     """The status and headers of one answer on a raw connection, its body read and dropped."""
     reader = sock.makefile("rb")
-    status = int(reader.readline().split()[1])
-    headers = {}
-    while (line := reader.readline().decode().strip()) != "":
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
+    status, headers = read_head(reader)
     reader.read(int(headers["content-length"]))
     return status, headers
 

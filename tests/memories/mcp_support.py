@@ -33,6 +33,19 @@ from mcp.shared.exceptions import McpError
 
 from memories.mcp_server import mcp_http_app
 
+# A raw JSON-RPC initialize, and the Accept header streamable HTTP asks for.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_SECONDS = 60

@@ -15,6 +15,8 @@ from memories.tools import TOOLS
 from tests.conftest import client_for, make_user
 from tests.memories.helpers import make_memory
 from tests.memories.mcp_support import (
+    ACCEPT,
+    INITIALIZE,
     assert_typescript_session_completed,
     call,
     call_refused,
@@ -29,18 +31,6 @@ from tests.memories.mcp_support import (
 )
 
 pytestmark = pytest.mark.usefixtures("transactional_db", "openai_embedder")
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
-ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture

@@ -9,21 +9,16 @@ import pytest
 from memories import services
 from memories.api_keys import api_key_create, tenant_get_or_create
 from memories.models import Memory, Persona, Scope
-from tests.memories.mcp_support import call, http_server, over_http, tool_error
+from tests.memories.mcp_support import (
+    ACCEPT,
+    INITIALIZE,
+    call,
+    http_server,
+    over_http,
+    tool_error,
+)
 
 pytestmark = pytest.mark.usefixtures("transactional_db", "openai_embedder")
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
-ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 def globex_headers() -> dict[str, str]:
