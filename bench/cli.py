@@ -20,11 +20,11 @@ from pathlib import Path
 from bench import report, vague
 from bench.common import (
     DATABASES,
-    RESULTS,
     ROOT,
     embedder_description,
     git_commit,
     machine,
+    results_write,
     synthetic_noise_calibration,
 )
 from bench.report import write_docs
@@ -218,11 +218,8 @@ def main(argv: list[str] | None = None) -> None:
             pg.stop()
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
     name = args.name or (args.part + ("-quick" if args.quick else ""))
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"results: {path.relative_to(ROOT)}")
+    results_write(name, results)
     if args.part == "vague":
         print(vague.table(results))
     print(report.summary(results))

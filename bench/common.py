@@ -15,6 +15,15 @@ SYNTHETIC_NOISE_FILE = RESULTS / "synthetic-noise.json"
 DATABASES = ("sqlite", "postgresql")
 
 
+def results_write(name: str, results: dict) -> Path:
+    """Write a run's results to bench/results/<name>.json and say where."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"results: {path.relative_to(ROOT)}")
+    return path
+
+
 def machine() -> dict:
     info = {
         "nproc": os.cpu_count(),

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.common import RESULTS, ROOT, git_commit, machine
+from bench.common import ROOT, git_commit, machine, results_write
 from bench.report_embedded_server import embedded_server_section, markdown  # noqa: F401
 
 REDIS_URL = "redis://127.0.0.1:6379/7"
@@ -346,11 +346,8 @@ def main(argv: list[str] | None = None) -> None:
         }
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
     name = args.name or f"embedded-server-{commit.split('+')[0]}"
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"results: {path.relative_to(ROOT)}")
+    results_write(name, results)
     print("\n".join(markdown(results)))
     if not args.no_docs:
         from bench.report import write_docs

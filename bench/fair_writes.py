@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import RESULTS, ROOT, embedder_description, git_commit, machine
+from bench.common import ROOT, embedder_description, git_commit, machine, results_write
 from bench.report_fair_writes import (  # noqa: F401
     SAVE_INTERVAL,
     SAVERS,
@@ -89,12 +89,9 @@ def main(argv: list[str]) -> None:
     results["fair_writes"][database] = run(plan, database_url=args.database_url)
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
     commit = results["meta"]["git"].split("+")[0]
     name = args.name or ("fair-writes-quick" if args.quick else f"fair-writes-{commit}")
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"results: {path.relative_to(ROOT)}")
+    results_write(name, results)
     print("\n".join(table(results)))
     if not args.quick:
         from bench.report import write_docs

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.common import DATABASES, RESULTS, ROOT, git_commit, machine
+from bench.common import DATABASES, ROOT, git_commit, machine, results_write
 
 
 def worker(argv: list[str]) -> None:
@@ -121,10 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         if pg is not None:
             pg.stop()
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{args.name}.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"results: {path.relative_to(ROOT)}")
+    results_write(args.name, results)
     failed = False
     for database in databases:
         for kind, figures in results[database]["callers"].items():

@@ -33,12 +33,12 @@ import time
 from pathlib import Path
 
 from bench.common import (
-    RESULTS,
     ROOT,
     embedder_description,
     gc_between_requests,
     git_commit,
     machine,
+    results_write,
     settle,
     synthetic_noise_calibration,
 )
@@ -139,10 +139,7 @@ def main(argv: list[str]) -> None:
             pg.stop()
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{args.name or ('served-quick' if quick else 'served')}.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"results: {path.relative_to(ROOT)}")
+    results_write(args.name or ("served-quick" if quick else "served"), results)
     print(markdown(results))
     if not quick:
         write_docs()

@@ -13,7 +13,6 @@ bench/results/slow-clients.json and a markdown table on stdout."""
 
 import argparse
 import datetime as dt
-import json
 import os
 import shlex
 import shutil
@@ -22,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import RESULTS, ROOT, git_commit, machine
+from bench.common import git_commit, machine, results_write
 
 REDIS_URL = "redis://127.0.0.1:6379/7"
 TRICKLING = 4
@@ -152,10 +151,7 @@ def main(argv: list[str] | None = None) -> None:
                 pg.drop_database(db_name)
     finally:
         pg.stop()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{args.name}.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"results: {path.relative_to(ROOT)}")
+    results_write(args.name, results)
     print(markdown(results))
 
 

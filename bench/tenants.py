@@ -43,12 +43,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench.common import (
-    RESULTS,
     ROOT,
     embedder_description,
     gc_between_requests,
     git_commit,
     machine,
+    results_write,
     settle,
     synthetic_noise_calibration,
 )
@@ -144,10 +144,7 @@ def main(argv: list[str]) -> None:
 
     from bench.tenants_tables import markdown
 
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{args.name or ('tenants-quick' if args.quick else 'tenants')}.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"results: {path.relative_to(ROOT)}")
+    results_write(args.name or ("tenants-quick" if args.quick else "tenants"), results)
     print(markdown(results))
     if not args.quick:
         from bench.report import write_docs

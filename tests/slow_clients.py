@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 from urllib.parse import urlencode
 
 from tests.topology import REPO, Service, is_ready, wait_until
@@ -97,26 +98,18 @@ def api_key(env: dict) -> str:
 # --- the slow clients ---------------------------------------------------------------------------
 
 
-class SlowClients:
-    """Connections that each hold one request open: `stalled` ones send part of a request
-    line or of the headers and then nothing, `trickling` ones add a header byte per second,
-    `slow_bodies` announce a body and send a byte of it per second. A connection the server
-    closes (nginx's 408 after client_header_timeout) is opened again at once, as an attacker
-    would, until stop()."""
+class HeldConnections:
+    """Threads that each hold a connection to 127.0.0.1:`port` until stop(); `open` counts
+    the connections open now."""
 
-    def __init__(self, port: int, *, stalled: int, trickling: int, slow_bodies: int) -> None:
+    def __init__(self, port: int) -> None:
         self.port = port
         self.stop_event = threading.Event()
         self.lock = threading.Lock()
-        self.open = 0  # connections open now
-        self.opened = 0
-        kinds = ["stalled"] * stalled + ["trickling"] * trickling + ["slow body"] * slow_bodies
-        self.threads = [
-            threading.Thread(target=self._hold, args=(kind, n), daemon=True)
-            for n, kind in enumerate(kinds)
-        ]
+        self.open = 0
+        self.threads: list[threading.Thread] = []
 
-    def start(self) -> "SlowClients":
+    def start(self) -> Self:
         for thread in self.threads:
             thread.start()
         return self
@@ -125,6 +118,23 @@ class SlowClients:
         self.stop_event.set()
         for thread in self.threads:
             thread.join(timeout=5)
+
+
+class SlowClients(HeldConnections):
+    """Connections that each hold one request open: `stalled` ones send part of a request
+    line or of the headers and then nothing, `trickling` ones add a header byte per second,
+    `slow_bodies` announce a body and send a byte of it per second. A connection the server
+    closes (nginx's 408 after client_header_timeout) is opened again at once, as an attacker
+    would, until stop()."""
+
+    def __init__(self, port: int, *, stalled: int, trickling: int, slow_bodies: int) -> None:
+        super().__init__(port)
+        self.opened = 0
+        kinds = ["stalled"] * stalled + ["trickling"] * trickling + ["slow body"] * slow_bodies
+        self.threads = [
+            threading.Thread(target=self._hold, args=(kind, n), daemon=True)
+            for n, kind in enumerate(kinds)
+        ]
 
     def _first_bytes(self, kind: str, n: int) -> bytes:
         host = f"Host: 127.0.0.1:{self.port}\r\n"
@@ -252,30 +262,17 @@ def summary(answers: list[Answer]) -> dict:
 # --- MCP stream clients ------------------------------------------------------------------------
 
 
-class McpStreamClients:
+class McpStreamClients(HeldConnections):
     """Connections that each ask for MCP's server stream (GET /mcp, Accept:
     text/event-stream, with an API key) and then keep the connection open, sending nothing,
     as a client waiting on the stream does; one the server closes is opened again and asks
     again, until stop(). `statuses` counts the answers' status lines and Allow headers."""
 
     def __init__(self, port: int, key: str, count: int) -> None:
-        self.port = port
+        super().__init__(port)
         self.key = key
-        self.stop_event = threading.Event()
-        self.lock = threading.Lock()
-        self.open = 0
         self.statuses: dict[tuple[int, str | None], int] = {}
         self.threads = [threading.Thread(target=self._hold, daemon=True) for _ in range(count)]
-
-    def start(self) -> "McpStreamClients":
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        for thread in self.threads:
-            thread.join(timeout=5)
 
     def _hold(self) -> None:
         headers = {
