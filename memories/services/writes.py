@@ -2,6 +2,7 @@
 I/O) happens before the transaction opens."""
 
 from collections.abc import Sequence
+from datetime import datetime
 from uuid import UUID
 
 from django.db import transaction
@@ -197,17 +198,23 @@ def _supersede_holders(memory: Memory, *, actor: User | None) -> list[UUID]:
     the other current memories of the key in its scope are archived, superseded by it (the key
     is locked and the memory saved in the caller's transaction)."""
     holders = list(current_holders(fact_group(memory)).exclude(id=memory.id))
-    at = timezone.now()
+    _holders_archive(memory, holders, actor=actor, why="its key was edited", at=timezone.now())
+    return [holder.id for holder in holders]
+
+
+def _holders_archive(
+    memory: Memory, holders: list[Memory], *, actor: User | None, why: str, at: datetime
+) -> None:
+    """Archive `holders`, superseded by `memory` (`why`, in their notes), and say so."""
     for holder in holders:
         memory_archive(
             memory_id=holder.id,
             actor=actor,
-            note=f"superseded by {memory.id} (its key was edited)",
+            note=f"superseded by {memory.id} ({why})",
             superseded_by=memory,
             at=at,
         )
     memory_superseded(memory, [holder.id for holder in holders])
-    return [holder.id for holder in holders]
 
 
 def _text_after(memory: Memory, changes: dict) -> str:
@@ -269,13 +276,5 @@ def memory_restore(*, memory_id: UUID, actor: User) -> Memory:
         )
         record_revision(locked, action=RevisionAction.RESTORE, actor=actor, before=before)
         index_memory(locked, vector=vector)
-        for holder in holders:
-            memory_archive(
-                memory_id=holder.id,
-                actor=actor,
-                note=f"superseded by {locked.id} (restored)",
-                superseded_by=locked,
-                at=locked.valid_from,
-            )
-        memory_superseded(locked, [holder.id for holder in holders])
+        _holders_archive(locked, holders, actor=actor, why="restored", at=locked.valid_from)
     return locked
