@@ -170,9 +170,11 @@ def similar_memories(
     }
 
 
-def memory_status_counts() -> dict[str, int]:
-    """Live memories of all users by status (the review dashboard)."""
-    counts = Memory.objects.filter(deleted_at__isnull=True).aggregate(
+def memory_status_counts(*, actor: User) -> dict[str, int]:
+    """Live memories that staff `actor` administers, by status (the review dashboard)."""
+    counts = Memory.objects.filter(
+        memories_administered_by(actor), deleted_at__isnull=True
+    ).aggregate(
         active=Count("id", filter=Q(status=Status.ACTIVE)),
         pending=Count("id", filter=Q(status=Status.PENDING_REVIEW)),
         archived=Count("id", filter=Q(status=Status.ARCHIVED)),

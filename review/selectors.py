@@ -28,38 +28,53 @@ from review.forms import AGES
 MESSAGES_BEFORE_CITED = 10
 
 
-def extraction_run_counts(*, since: datetime) -> dict[str, int]:
-    """Runs since `since` by outcome. Skipped runs are not extractions (they read nothing and
-    call no model), so `total` leaves them out and `skipped` counts them apart."""
-    return ExtractionRun.objects.filter(created_at__gte=since).aggregate(
-        total=Count("id", filter=~Q(status=RunStatus.SKIPPED)),
-        failed=Count("id", filter=Q(status=RunStatus.FAILED)),
-        done=Count("id", filter=Q(status=RunStatus.DONE)),
-        skipped=Count("id", filter=Q(status=RunStatus.SKIPPED)),
+def _runs_administered_by(actor: User) -> QuerySet[ExtractionRun]:
+    return ExtractionRun.objects.filter(selectors.administered_by(actor, via="user__"))
+
+
+def extraction_run_counts(*, actor: User, since: datetime) -> dict[str, int]:
+    """Runs since `since` of the users staff `actor` administers, by outcome. Skipped runs
+    are not extractions (they read nothing and call no model), so `total` leaves them out and
+    `skipped` counts them apart."""
+    return (
+        _runs_administered_by(actor)
+        .filter(created_at__gte=since)
+        .aggregate(
+            total=Count("id", filter=~Q(status=RunStatus.SKIPPED)),
+            failed=Count("id", filter=Q(status=RunStatus.FAILED)),
+            done=Count("id", filter=Q(status=RunStatus.DONE)),
+            skipped=Count("id", filter=Q(status=RunStatus.SKIPPED)),
+        )
     )
 
 
-def recent_extraction_runs(*, limit: int) -> QuerySet[ExtractionRun]:
-    """The last runs that were extractions (not skipped), newest first, with their user."""
+def recent_extraction_runs(*, actor: User, limit: int) -> QuerySet[ExtractionRun]:
+    """The last runs that were extractions (not skipped) of the users `actor` administers,
+    newest first, with their user."""
     return (
-        ExtractionRun.objects.exclude(status=RunStatus.SKIPPED)
+        _runs_administered_by(actor)
+        .exclude(status=RunStatus.SKIPPED)
         .select_related("user")
         .order_by("-created_at", "-id")[:limit]
     )
 
 
-def failed_extraction_runs(*, since: datetime, limit: int) -> QuerySet[ExtractionRun]:
-    """Runs failed since `since`, newest first, with their user."""
+def failed_extraction_runs(*, actor: User, since: datetime, limit: int) -> QuerySet[ExtractionRun]:
+    """Runs failed since `since` of the users `actor` administers, newest first, with their
+    user."""
     return (
-        ExtractionRun.objects.filter(created_at__gte=since, status=RunStatus.FAILED)
+        _runs_administered_by(actor)
+        .filter(created_at__gte=since, status=RunStatus.FAILED)
         .select_related("user")
         .order_by("-created_at", "-id")[:limit]
     )
 
 
-def pending_proposal_count() -> int:
-    """Consolidation proposals of every user waiting for a decision."""
-    return ConsolidationProposal.objects.filter(status=ProposalStatus.PENDING).count()
+def pending_proposal_count(*, actor: User) -> int:
+    """Consolidation proposals waiting for a decision, of the users `actor` administers."""
+    return ConsolidationProposal.objects.filter(
+        selectors.administered_by(actor, via="user__"), status=ProposalStatus.PENDING
+    ).count()
 
 
 def queue_memories(*, actor: User, filters: Mapping[str, Any]) -> QuerySet[Memory]:

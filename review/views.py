@@ -57,19 +57,21 @@ def staff_required(view):
 def dashboard(request):
     """Memory counts, the last day's extractions (skipped runs are not extractions: they read
     nothing and call no model, so they are counted apart), the last runs and the last day's
-    failures with their errors, and the consolidation proposals waiting."""
+    failures with their errors, and the consolidation proposals waiting: of the users and
+    personas the signed-in staff administers (a review key's account: its tenant's)."""
     since = timezone.now() - timedelta(days=1)
+    actor = request.user
     return render(
         request,
         "review/dashboard.html",
         {
-            "runs": review_selectors.extraction_run_counts(since=since),
-            "counts": selectors.memory_status_counts(),
-            "recent_runs": review_selectors.recent_extraction_runs(limit=RECENT_RUNS),
+            "runs": review_selectors.extraction_run_counts(actor=actor, since=since),
+            "counts": selectors.memory_status_counts(actor=actor),
+            "recent_runs": review_selectors.recent_extraction_runs(actor=actor, limit=RECENT_RUNS),
             "recent_failures": review_selectors.failed_extraction_runs(
-                since=since, limit=RECENT_FAILURES
+                actor=actor, since=since, limit=RECENT_FAILURES
             ),
-            "proposals_pending": review_selectors.pending_proposal_count(),
+            "proposals_pending": review_selectors.pending_proposal_count(actor=actor),
         },
     )
 

@@ -41,7 +41,7 @@ def day_ago():
 # --- Dashboard ---------------------------------------------------------------------------------
 
 
-def test_run_counts_cover_the_window_and_count_skipped_runs_apart():
+def test_run_counts_cover_the_window_and_count_skipped_runs_apart(staff):
     run(RunStatus.DONE, hours_ago=1)
     run(RunStatus.DONE, hours_ago=23)
     run(RunStatus.FAILED, hours_ago=2)
@@ -50,29 +50,32 @@ def test_run_counts_cover_the_window_and_count_skipped_runs_apart():
     run(RunStatus.FAILED, hours_ago=30)  # before the window
     run(RunStatus.DONE, hours_ago=72)
 
-    counts = selectors.extraction_run_counts(since=day_ago())
+    counts = selectors.extraction_run_counts(actor=staff, since=day_ago())
 
     assert counts == {"total": 3, "failed": 1, "done": 2, "skipped": 2}
 
 
-def test_recent_runs_leave_out_skipped_ones_newest_first_up_to_the_limit():
+def test_recent_runs_leave_out_skipped_ones_newest_first_up_to_the_limit(staff):
     oldest = run(RunStatus.DONE, hours_ago=50)
     middle = run(RunStatus.FAILED, hours_ago=5)
     run(RunStatus.SKIPPED, hours_ago=1)
     newest = run(RunStatus.DONE, hours_ago=2)
 
-    assert list(selectors.recent_extraction_runs(limit=2)) == [newest, middle]
-    assert list(selectors.recent_extraction_runs(limit=10)) == [newest, middle, oldest]
+    assert list(selectors.recent_extraction_runs(actor=staff, limit=2)) == [newest, middle]
+    assert list(selectors.recent_extraction_runs(actor=staff, limit=10)) == [newest, middle, oldest]
 
 
-def test_failed_runs_are_the_windows_failures_newest_first_up_to_the_limit():
+def test_failed_runs_are_the_windows_failures_newest_first_up_to_the_limit(staff):
     older = run(RunStatus.FAILED, hours_ago=10)
     newer = run(RunStatus.FAILED, hours_ago=1)
     run(RunStatus.FAILED, hours_ago=30)
     run(RunStatus.DONE, hours_ago=1)
 
-    assert list(selectors.failed_extraction_runs(since=day_ago(), limit=10)) == [newer, older]
-    assert list(selectors.failed_extraction_runs(since=day_ago(), limit=1)) == [newer]
+    assert list(selectors.failed_extraction_runs(actor=staff, since=day_ago(), limit=10)) == [
+        newer,
+        older,
+    ]
+    assert list(selectors.failed_extraction_runs(actor=staff, since=day_ago(), limit=1)) == [newer]
 
 
 def proposal(user, status: str, kind: str = ProposalKind.ARCHIVE) -> ConsolidationProposal:
@@ -83,13 +86,13 @@ def proposal(user, status: str, kind: str = ProposalKind.ARCHIVE) -> Consolidati
     return made
 
 
-def test_only_pending_proposals_are_counted(owner, other):
+def test_only_pending_proposals_are_counted(staff, owner, other):
     proposal(owner, ProposalStatus.PENDING)
     proposal(other, ProposalStatus.PENDING)
     proposal(owner, ProposalStatus.APPROVED)
     proposal(owner, ProposalStatus.REJECTED)
 
-    assert selectors.pending_proposal_count() == 2
+    assert selectors.pending_proposal_count(actor=staff) == 2
 
 
 def test_pending_proposals_are_those_waiting_of_the_kind_asked(staff, owner):

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from extraction.models import ExtractionRun, RunStatus, SourceKind
 from memories import services
-from memories.api_keys import default_tenant
+from memories.api_keys import api_key_create, default_tenant, tenant_get_or_create
 from memories.models import (
     Memory,
     MemoryRevision,
@@ -22,6 +22,7 @@ from memories.models import (
     Scope,
     Source,
     Status,
+    User,
 )
 from tests.conftest import make_user
 from tests.memories.helpers import bulk_memories, make_memory, make_pending
@@ -733,13 +734,16 @@ def test_the_queue_and_the_edit_work_without_an_embedder(staff_client, owner, no
 # --- Dashboard ---------------------------------------------------------------------------------
 
 
-def run(status: str, *, reason: str = "", age: timedelta = timedelta(minutes=5)) -> ExtractionRun:
+def run(
+    status: str, *, reason: str = "", age: timedelta = timedelta(minutes=5), user=None
+) -> ExtractionRun:
     created = ExtractionRun.objects.create(
         task_id=str(uuid4()),
         source_kind=SourceKind.TOPIC,
         source_id=uuid4(),
         status=status,
         reason=reason,
+        user=user,
     )
     ExtractionRun.objects.filter(id=created.id).update(created_at=timezone.now() - age)
     return created
@@ -783,6 +787,32 @@ def test_a_quiet_dashboard_shows_zeros_and_no_failures(staff_client):
     assert [page.find(id=i).text for i in ids] == ["0"] * 5
     assert page.find_all("table", id="failures") == []
     assert "ancient failure" in page.find("table", id="runs").text
+
+
+def test_a_tenants_review_account_sees_only_its_own_tenants_figures_and_runs(db):
+    """Issue 42: a review key's account (staff of its tenant) saw every tenant's counts, and
+    every tenant's last runs and failures with their users and errors."""
+    accounts = {}
+    for slug in ("acme", "globex"):
+        tenant = tenant_get_or_create(slug=slug)
+        key, _ = api_key_create(name=f"{slug} review", scopes=["review"], tenant=tenant)
+        accounts[slug] = key.account
+        user = User.objects.create(username=f"{slug}-user", tenant=tenant, external_id="u1")
+        make_pending(user, key="pet", value=f"{slug} pet")
+        make_memory(user, key="job", value=f"{slug} job")
+        run(RunStatus.FAILED, reason=f"{slug}'s model failed", user=user)
+    make_memory(accounts["acme"], key="note", value="the account's own, not an end user's")
+
+    for slug, other_slug in (("acme", "globex"), ("globex", "acme")):
+        client = Client()
+        client.force_login(accounts[slug])
+        page = page_of(client.get(DASHBOARD))
+
+        ids = ("count-pending", "count-active", "runs-total", "runs-failed")
+        assert [page.find(id=i).text for i in ids] == ["1", "1", "1", "1"], slug
+        assert f"{slug}'s model failed" in page.find("table", id="failures").text
+        text = page.text
+        assert f"{other_slug}'s model failed" not in text and f"{other_slug}-user" not in text
 
 
 def test_the_dashboard_links_to_the_queue(staff_client):
