@@ -6,7 +6,7 @@ from bench.report_cells import newest_result
 
 
 def vague_section(found: list) -> list[str]:
-    from bench import vague
+    from bench import vague, vague_phrasings
 
     newest = newest_result(found, "vague")
     if not newest:
@@ -28,6 +28,16 @@ def vague_section(found: list) -> list[str]:
         "",
         vague.table(data),
         *_relevant_kept_lines(data),
+        "",
+        "By the way a question is asked (issue 43: `bench/vague_phrasings.py`): a person's "
+        "own question, one about \"the user\" (a backend's, an assistant's), a model's "
+        "`memory_recall` phrase, a search box's word or two, another language. For questions "
+        f"a memory answers, the share whose memory came back in the top {vague_phrasings.TOP}; "
+        "for unrelated ones, the share that got nothing; for multi-need requests, the share "
+        f"of the needed memories in the first {vague_phrasings.HINT_TOP} (the hint's size). "
+        "✗: under issue 43's targets (90%, 90%, 85%).",
+        "",
+        *vague_phrasings.table(data),
     ]
 
 

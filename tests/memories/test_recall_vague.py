@@ -2,7 +2,12 @@
 vague, paraphrased and other-language questions) through POST /api/memories and
 GET /api/memories/search, with the real default model and settings. bench/vague.py measures
 the same set over a grid of settings and reports its tuning and reporting parts apart
-(docs/benchmarks.md, "Relevance")."""
+(docs/benchmarks.md, "Relevance").
+
+The bounds hold for the questions of issue 20's set. Those issue 43 added (`added_in`: the
+ways products ask, a model's tool call, a search box's word, "the user", multi-need requests)
+are measured by `python -m bench vague` (by phrasing, bench/vague_phrasings.py) until recall
+reads them (issue 43's items 2 to 4), when they join these bounds."""
 
 import json
 from pathlib import Path
@@ -47,6 +52,8 @@ def answers(django_db_setup, django_db_blocker) -> list[dict]:
                 response = api.post(CREATE_URL, memory, format="json")
                 assert response.status_code == 201, response.content[:500]
             for question in profile["questions"]:
+                if "added_in" in question:
+                    continue  # issue 43's phrasings: measured by bench.vague, not bounded yet
                 response = api.get(SEARCH_URL, {"q": question["query"]})
                 assert response.status_code == 200, response.content[:500]
                 returned = [result["key"] for result in response.json()["data"]]
@@ -62,7 +69,7 @@ def test_the_data_set_has_every_class_in_both_parts_and_labels_only_own_memories
     assert len(profiles) >= 20 and len(questions) >= 300
     for part in ("tune", "report"):
         kinds = {q["kind"] for q in questions if q["part"] == part}
-        assert kinds == {"unrelated", *RELATED}, part
+        assert kinds == {"unrelated", *RELATED, "multi_need"}, part
     for profile in profiles:
         keys = [memory["key"] for memory in profile["memories"]]
         assert len(set(keys)) == len(keys), profile["name"]
