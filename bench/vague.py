@@ -269,6 +269,8 @@ def summary(row: dict) -> dict:
         flat[f"{part}.questions"] = counts["questions"]
         flat[f"{part}.unrelated_memories.in_share"] = counts["unrelated_memories"]["in_share"]
         for kind in CLASSES:
+            if kind not in counts:  # results from before the class
+                continue
             of_kind = counts[kind]
             prefix = f"{part}.{kind}"
             flat[f"{prefix}.questions"] = of_kind["questions"]

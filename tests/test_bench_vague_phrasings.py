@@ -123,3 +123,22 @@ def test_the_table_marks_what_misses_issue_43s_targets():
     assert "100.0% (1/1) |" in rows[("report", "search box")]
     assert "0.0% (0/1) ✗" in rows[("report", "tool call")]
     assert rows[("report", "third person")].count("–") == 3
+
+
+def test_the_docs_keep_the_settings_grid_of_the_last_run_that_had_one():
+    """A run of the current settings alone (as the phrasings are measured) does not replace
+    the record of how the settings were chosen."""
+    from bench.common import RESULTS
+    from bench.report_relevance import vague_section
+
+    found = [
+        (name, json.loads((RESULTS / name).read_text()))
+        for name in ("vague-e5.json", "vague-phrasings.json")
+    ]
+
+    text = "\n".join(vague_section(found))
+
+    assert "`python -m bench vague` (vague-e5.json" in text
+    assert "similarity_floor=1.5" in text  # a row of its grid
+    assert "(issue 43; vague-phrasings.json" in text
+    assert "| report | tool call |" in text
