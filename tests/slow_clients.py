@@ -119,6 +119,12 @@ class HeldConnections:
         for thread in self.threads:
             thread.join(timeout=5)
 
+    def _closed(self, connection) -> None:
+        """A held connection ends: counted out and closed."""
+        with self.lock:
+            self.open -= 1
+        connection.close()
+
 
 class SlowClients(HeldConnections):
     """Connections that each hold one request open: `stalled` ones send part of a request
@@ -174,9 +180,7 @@ class SlowClients(HeldConnections):
             except OSError:
                 pass
             finally:
-                with self.lock:
-                    self.open -= 1
-                connection.close()
+                self._closed(connection)
 
 
 # --- the other client ---------------------------------------------------------------------------
@@ -311,9 +315,7 @@ class McpStreamClients(HeldConnections):
             except OSError:
                 pass
             finally:
-                with self.lock:
-                    self.open -= 1
-                connection.close()
+                self._closed(connection)
 
 
 def _still_open(sock: socket.socket | None) -> bool:

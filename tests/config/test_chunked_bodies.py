@@ -4,8 +4,6 @@ Django's development server (manage.py runserver) cannot, so every API path refu
 411 and closes the connection, writing nothing. Through nginx: tests/test_slow_clients.py."""
 
 import json
-import os
-import secrets
 import socket
 import subprocess
 import sys
@@ -14,7 +12,7 @@ import pytest
 from rest_framework.authtoken.models import Token
 
 from memories.models import Memory
-from tests.config.test_gunicorn import Gunicorn, database_url
+from tests.config.test_gunicorn import Gunicorn, server_environment
 from tests.conftest import make_user
 from tests.raw_http import read_head, wait_listening
 from tests.topology import REPO, free_port
@@ -41,16 +39,7 @@ class Runserver:
 
     def __init__(self, log) -> None:
         self.port = free_port()
-        environment = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in ("DJANGO_SETTINGS_MODULE", "DEBUG", "CELERY_BROKER_URL")
-        }
-        environment.update(
-            DEBUG="false",
-            SECRET_KEY=secrets.token_urlsafe(50),
-            DATABASE_URL=database_url(f"test-runserver-{self.port}"),
-        )
+        environment = server_environment(f"test-runserver-{self.port}")
         self.log = log
         command = [sys.executable, "manage.py", "runserver", "--noreload"]
         with open(log, "wb") as out:

@@ -35,23 +35,30 @@ def database_url(application_name: str) -> str:
     return urlunsplit(url._replace(path="/" + connection.settings_dict["NAME"], query=query))
 
 
+def server_environment(application_name: str, **variables: str) -> dict[str, str]:
+    """The environment of a server process on the test database: this one's, without the
+    settings module, DEBUG and a broker (tasks run in process), DEBUG off, its own secret."""
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DJANGO_SETTINGS_MODULE", "DEBUG", "CELERY_BROKER_URL")
+    }
+    environment.update(
+        DEBUG="false",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        DATABASE_URL=database_url(application_name),
+        **variables,
+    )
+    return environment
+
+
 class Gunicorn:
     def __init__(self, log: Path, **variables: str) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         self.application_name = f"test-gunicorn-{self.port}"
-        environment = {
-            key: value
-            for key, value in os.environ.items()
-            if key not in ("DJANGO_SETTINGS_MODULE", "DEBUG", "CELERY_BROKER_URL")
-        }
-        environment.update(
-            DEBUG="false",
-            SECRET_KEY=secrets.token_urlsafe(50),
-            DATABASE_URL=database_url(self.application_name),
-            **variables,
-        )
+        environment = server_environment(self.application_name, **variables)
         self.log = log
         # One worker with one thread: every request below meets the same database connection.
         command = [sys.executable, "-m", "gunicorn", "-c", "config/gunicorn.conf.py"]
