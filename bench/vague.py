@@ -128,14 +128,17 @@ def _embed_queries(embedder, queries: list[str]) -> list:
     return embed(queries)
 
 
-def evaluate(profiles, loaded, query_vectors, weights) -> dict:
+def evaluate(profiles, loaded, query_vectors, weights, hint_share=None) -> dict:
     """Recall every question with these weights (access counting off, so settings do not
     influence each other); what came back per question, and the figures per part and class
     (`by_part`, see figures()). Also the older totals: relevant memories cut, unrelated ones
     let in, cut per class, results of the questions no memory answers."""
-    from memories.recall.recall import memory_recall
+    from django.conf import settings
+
+    from memories.recall.recall import close_to_best, memory_recall
     from memories.recall.scopes import recall_scopes
 
+    hint_share = settings.RECALL_HINT_CLOSE_TO_BEST if hint_share is None else hint_share
     questions = []
     i = 0
     for profile, state in zip(profiles, loaded, strict=True):
@@ -151,6 +154,9 @@ def evaluate(profiles, loaded, query_vectors, weights) -> dict:
             )
             i += 1
             returned = [state["keys"][hit.memory.id] for hit in hits]
+            # What the hint of a model turn would hold: its first RECALL_HINT_TOP_K, close
+            # to the best one (memories.recall.hint.memory_hint).
+            in_hint = close_to_best(hits[: settings.RECALL_HINT_TOP_K], hint_share)
             record = {
                 "profile": profile["name"],
                 "part": question["part"],
@@ -158,6 +164,7 @@ def evaluate(profiles, loaded, query_vectors, weights) -> dict:
                 "query": question["query"],
                 "relevant": question["relevant"],
                 "returned": returned,
+                "hint": [state["keys"][hit.memory.id] for hit in in_hint],
                 "cut": [key for key in question["relevant"] if key not in returned],
                 "unrelated_in": [key for key in question["unrelated"] if key in returned],
                 "unrelated_total": len(question["unrelated"]),

@@ -13,6 +13,15 @@ RECALL_WEIGHT_RECENCY = env.float("RECALL_WEIGHT_RECENCY", default=0.15)
 # at the cost of what a question is about (+1.4 points recall@5, +1.0 recall@10 at 0 against
 # 0.10). The part stays in score_parts; a product that wants popularity sets a weight.
 RECALL_WEIGHT_FREQUENCY = env.float("RECALL_WEIGHT_FREQUENCY", default=0.0)
+# How far importance, recency and popularity move a memory's score: within ±this share of its
+# relevance, so they order memories of about the same evidence and never lift one past a
+# memory with clearly stronger evidence (memories/recall/scoring.py). The three weights above
+# are their shares of the band; RECALL_WEIGHT_RELEVANCE only scales every score.
+RECALL_ADJUSTMENT_BAND = env.float("RECALL_ADJUSTMENT_BAND", default=0.15)
+if not 0 <= RECALL_ADJUSTMENT_BAND < 1:
+    raise ConfigurationError(
+        f"RECALL_ADJUSTMENT_BAND={RECALL_ADJUSTMENT_BAND}: expected a share from 0, below 1"
+    )
 RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", default=30.0)
 # Relevance (memories/recall/scoring.py): a candidate counts when
 #   calibrated similarity + RECALL_ABOUT_USER_WEIGHT · min(about_user, RECALL_ABOUT_USER_CAP)
@@ -36,12 +45,12 @@ _RELEVANCE_DEFAULTS = {
     "multilingual-e5-small": {
         "floor": 2.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
         "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0,
-        "vector_share": 0.7,
+        "vector_share": 0.7, "keyword_pass": 0.8,
     },
     "all-MiniLM-L6-v2": {
         "floor": 3.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
         "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0,
-        "vector_share": 0.6,
+        "vector_share": 0.6, "keyword_pass": 0.8,
     },
 }
 # fmt: on
@@ -62,6 +71,7 @@ RECALL_ABOUT_USER_CAP = env.float("RECALL_ABOUT_USER_CAP", default=_relevance["a
 RECALL_NEAR_BEST_FLOOR = env.float("RECALL_NEAR_BEST_FLOOR", default=_relevance["near_best"])
 RECALL_NEAR_BEST_BAND = env.float("RECALL_NEAR_BEST_BAND", default=_relevance["band"])
 RECALL_KEYWORD_FLOOR = env.float("RECALL_KEYWORD_FLOOR", default=_relevance["keyword"])
+RECALL_KEYWORD_PASS = env.float("RECALL_KEYWORD_PASS", default=_relevance["keyword_pass"])
 RECALL_SIMILARITY_SPAN = env.float("RECALL_SIMILARITY_SPAN", default=_relevance["span"])
 if RECALL_SIMILARITY_SPAN <= 0:
     raise ConfigurationError(f"RECALL_SIMILARITY_SPAN={RECALL_SIMILARITY_SPAN}: expected > 0")
@@ -90,6 +100,15 @@ RECALL_KEYWORD_ROW_BUDGET = env.int("RECALL_KEYWORD_ROW_BUDGET", default=500)
 # tools). Fixed, not read from the environment: the endpoints' top_k bounds (50, 20) hold them.
 RECALL_SEARCH_TOP_K = 10
 RECALL_HINT_TOP_K = 5
+# The hint holds the recalled memories whose relevance is at least this share of the best
+# one's: a request one memory serves gets that memory, not four more because the budget has
+# room (0: every memory recall returns). Chosen on the tuning part of the relevance set's
+# multi-need requests (docs/benchmarks.md).
+RECALL_HINT_CLOSE_TO_BEST = env.float("RECALL_HINT_CLOSE_TO_BEST", default=0.2)
+if not 0 <= RECALL_HINT_CLOSE_TO_BEST <= 1:
+    raise ConfigurationError(
+        f"RECALL_HINT_CLOSE_TO_BEST={RECALL_HINT_CLOSE_TO_BEST}: expected a share from 0 to 1"
+    )
 MEMORY_HINT_BUDGET_CHARS = env.int("MEMORY_HINT_BUDGET_CHARS", default=6000)
 # No memory line of the hint is longer than this share of the budget (a longer value is cut
 # with an ellipsis in the hint only), so one long memory cannot crowd out the others.

@@ -182,6 +182,15 @@ class MemoryRecallArguments(ToolArguments):
             "changed since; null for what is true now."
         ),
     )
+    min_relevance = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        help_text=(
+            "0 to 1: the least relevance a memory needs to be returned; 0 returns the "
+            "top_k best whatever their relevance. null: only memories that bear on the query."
+        ),
+    )
 
 
 class MemoryContextArguments(ToolArguments):

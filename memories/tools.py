@@ -188,15 +188,23 @@ def memory_save_tool(
 
 
 def memory_recall_tool(
-    *, user: User, context: ToolContext, query: str, top_k: int, as_of: datetime | None = None
+    *,
+    user: User,
+    context: ToolContext,
+    query: str,
+    top_k: int,
+    as_of: datetime | None = None,
+    min_relevance: float | None = None,
 ) -> dict:
     """The hybrid recall of GET /api/memories/search: {"data": [memory + score]}; with as_of,
-    what was current then. Raises EmbedderUnavailable."""
+    what was current then; with min_relevance, the gate replaced by that threshold. Raises
+    EmbedderUnavailable."""
     hits = memory_recall(
         query=query_for_recall(query),
         scopes=context.recall_scopes(user),
         top_k=top_k,
         as_of=as_of,
+        min_relevance=min_relevance,
     )
     return {"data": RecallResultSerializer(hits, many=True, context=serializer_context(user)).data}
 

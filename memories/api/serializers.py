@@ -347,6 +347,21 @@ _RECALL_READS = (
 )
 
 
+MIN_RELEVANCE_HELP = (
+    "0 to 1: return the memories whose relevance (score_parts.relevance before the weights: "
+    "how close the memory is to the query and how many of its words it holds) reaches it, "
+    "instead of the relevance gate's decision. 0 returns the top_k by score whatever the gate "
+    "says (a search box, an admin); left out, the gate decides, which keeps memories that "
+    "do not bear on the query out."
+)
+
+
+def min_relevance_field() -> serializers.FloatField:
+    return serializers.FloatField(
+        min_value=0.0, max_value=1.0, required=False, help_text=MIN_RELEVANCE_HELP
+    )
+
+
 class SearchParamsSerializer(RecallContextSerializer):
     q = serializers.CharField(
         max_length=1000, help_text=f"What to look for: 1 to 1000 characters. {_RECALL_READS}"
@@ -358,6 +373,7 @@ class SearchParamsSerializer(RecallContextSerializer):
         help_text=f"How many results, 1 to 50; {settings.RECALL_SEARCH_TOP_K} when left out.",
     )
     as_of = as_of_field()
+    min_relevance = min_relevance_field()
 
 
 class ContextRequestSerializer(RecallContextSerializer):

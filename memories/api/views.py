@@ -213,6 +213,7 @@ class MemoryViewSet(viewsets.GenericViewSet):
             scopes=scopes_for(request, params),
             top_k=params["top_k"],
             as_of=params.get("as_of"),
+            min_relevance=params.get("min_relevance"),
         )
         with timing.stage("serialize"):
             data = RecallResultSerializer(hits, many=True, context={"request": request}).data

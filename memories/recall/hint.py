@@ -142,8 +142,9 @@ def memory_hint(
 ) -> tuple[str, list[RecallHit]]:
     """Recall for a model turn and write the hint; only memories that made it into the hint
     count as accessed. Recall reads the end of a long query (query_for_recall); with as_of,
-    the memories current at that moment."""
-    from memories.recall.recall import memory_recall
+    the memories current at that moment. The hint holds the memories whose relevance is
+    close to the best one's (RECALL_HINT_CLOSE_TO_BEST, recall.close_to_best)."""
+    from memories.recall.recall import close_to_best, memory_recall
 
     hits = memory_recall(
         query=query_for_recall(query),
@@ -152,6 +153,7 @@ def memory_hint(
         record_access=False,
         as_of=as_of,
     )
+    hits = close_to_best(hits, settings.RECALL_HINT_CLOSE_TO_BEST)
     hint, used = hint_build(hits, budget=budget, now=now)
     if used:
         accessed = {

@@ -34,10 +34,13 @@ def memory_recall(
     weights: scoring.Weights | None = None,
     query_vector: Sequence[float] | None = None,
     as_of: datetime | None = None,
+    min_relevance: float | None = None,
 ) -> list[RecallHit]:
     """The top_k active memories of these scopes for `query`, best first; with as_of, the
-    memories that were current at that moment (candidates.valid_at). Raises
-    EmbedderUnavailable when the configured embedder fails."""
+    memories that were current at that moment (candidates.valid_at). The relevance gate
+    (scoring.is_relevant) decides which candidates count; with min_relevance (0..1), the
+    candidates whose relevance reaches it do instead, so 0 gives the top_k candidates
+    whatever the gate says. Raises EmbedderUnavailable when the configured embedder fails."""
     weights = weights or scoring.Weights.from_settings()
     k = settings.RECALL_CANDIDATES
     vector = query_vector
@@ -60,6 +63,7 @@ def memory_recall(
             now=timezone.now(),
             top_k=top_k,
             calibration=calibration,
+            min_relevance=min_relevance,
         )
     if not scored:
         return []
@@ -78,6 +82,14 @@ def memory_recall(
     ]
 
 
+def close_to_best(hits: Sequence[RecallHit], share: float) -> list[RecallHit]:
+    """The hits whose relevance is at least `share` of the best one's, in order: what the
+    hint holds, so that a request served by one or two memories does not get filler lines
+    because the budget has room."""
+    best = max((hit.score.relevance for hit in hits), default=0.0)
+    return [hit for hit in hits if hit.score.relevance >= share * best]
+
+
 def rank(
     candidates: Sequence[Candidate],
     *,
@@ -85,8 +97,10 @@ def rank(
     now: datetime,
     top_k: int,
     calibration: Calibration | None,
+    min_relevance: float | None = None,
 ) -> list[tuple[UUID, scoring.Score]]:
-    """The top_k relevant candidates with their scores, best first. Without a calibration
+    """The top_k relevant candidates with their scores, best first: those the gate lets
+    through, or with min_relevance those whose relevance reaches it. Without a calibration
     (no embedder) similarities are not read: keywords and confidence decide."""
     similarities = [
         calibration.of(c.similarity)
@@ -97,14 +111,6 @@ def rank(
     best_similarity = max((s for s in similarities if s is not None), default=None)
     scored = []
     for candidate, similarity in zip(candidates, similarities, strict=True):
-        if not scoring.is_relevant(
-            similarity=similarity,
-            best_similarity=best_similarity,
-            keyword_evidence=candidate.keyword_evidence,
-            about_user=calibration.about_user if calibration is not None else 0.0,
-            weights=weights,
-        ):
-            continue
         relevance = scoring.relevance(
             similarity=similarity,
             keyword=candidate.keyword,
@@ -112,6 +118,17 @@ def rank(
             vector_share=weights.vector_share,
             span=weights.similarity_span,
         )
+        if min_relevance is not None:
+            if relevance < min_relevance:
+                continue
+        elif not scoring.is_relevant(
+            similarity=similarity,
+            best_similarity=best_similarity,
+            keyword_evidence=candidate.keyword_evidence,
+            about_user=calibration.about_user if calibration is not None else 0.0,
+            weights=weights,
+        ):
+            continue
         score = scoring.score(
             relevance_value=relevance,
             importance=candidate.importance,

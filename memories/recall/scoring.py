@@ -1,7 +1,13 @@
 """The one scoring function of every read path.
 
-score = w_relevance·relevance + w_importance·importance + w_recency·recency
-        + w_frequency·frequency + scope_bonus
+score = R · (1 − band + 2·band·m) · (1 + scope_bonus),  R = w_relevance·relevance
+m     = (w_importance·importance + w_recency·recency + w_frequency·frequency)
+        / (w_importance + w_recency + w_frequency)          (0..1; 0.5 when all three are 0)
+
+Need ranks: R, the evidence that a memory answers the request, sets the score; importance,
+recency and popularity move it within ±band of R (RECALL_ADJUSTMENT_BAND, 0.15), and a more
+specific scope by its share of R. A memory whose relevance is more than (1 + band)/(1 − band)
+times another's (1.35 with 0.15) always ranks above it, however important or fresh the other.
 
 relevance  = share·min(1, calibrated similarity / span) + (1 − share)·keyword score (BM25 / best
              BM25 of the query); without an embedder, keyword score × confidence
@@ -29,7 +35,9 @@ A candidate is relevant when either holds:
 Without an embedder, keyword evidence alone decides (keyword_floor).
 Others are dropped whatever their other signals, so importance, recency and popularity
 re-order relevant memories but never bring in others.
-The parts returned are the weighted terms, so they add up to the score.
+The parts returned are the terms of the expanded product (relevance R·(1 − band), importance
+R·2·band·w_importance/W·importance, and so on, scope_bonus the scope's share of the rest), so
+they add up to the score.
 """
 
 import math
@@ -57,6 +65,8 @@ class Weights:
     keyword_weight: float
     similarity_span: float
     scope_bonus: dict
+    adjustment_band: float = 0.15
+    keyword_pass: float = 1.0
 
     @classmethod
     def from_settings(cls) -> "Weights":
@@ -77,6 +87,8 @@ class Weights:
             keyword_weight=settings.RECALL_KEYWORD_WEIGHT,
             similarity_span=settings.RECALL_SIMILARITY_SPAN,
             scope_bonus=dict(settings.RECALL_SCOPE_BONUS),
+            adjustment_band=settings.RECALL_ADJUSTMENT_BAND,
+            keyword_pass=settings.RECALL_KEYWORD_PASS,
         )
 
 
@@ -127,6 +139,8 @@ def is_relevant(
     (keyword evidence only)."""
     if similarity is None:
         return keyword_evidence > 0 and keyword_evidence >= weights.keyword_floor
+    if keyword_evidence >= weights.keyword_pass:
+        return True
     evidence = (
         similarity
         + weights.about_user_weight * min(about_user, weights.about_user_cap)
@@ -165,25 +179,36 @@ def score(
     now: datetime,
     weights: Weights,
 ) -> Score:
-    weighted_relevance = weights.relevance * relevance_value
-    weighted_importance = weights.importance * importance
-    weighted_recency = weights.recency * recency(
-        updated_at=updated_at,
-        last_accessed_at=last_accessed_at,
-        now=now,
-        half_life_days=weights.half_life_days,
+    """See the module docstring: relevance_value (0..1) sets the score, the other signals
+    move it within the band."""
+    evidence = weights.relevance * relevance_value
+    band = weights.adjustment_band
+    signals = (
+        (weights.importance, importance),
+        (
+            weights.recency,
+            recency(
+                updated_at=updated_at,
+                last_accessed_at=last_accessed_at,
+                now=now,
+                half_life_days=weights.half_life_days,
+            ),
+        ),
+        (weights.frequency, frequency(access_count)),
     )
-    weighted_frequency = weights.frequency * frequency(access_count)
-    bonus = weights.scope_bonus.get(scope, 0.0)
+    total_weight = sum(weight for weight, _ in signals)
+    if total_weight > 0:
+        moved = [evidence * 2.0 * band * weight / total_weight * value for weight, value in signals]
+        base = evidence * (1.0 - band)
+    else:  # nothing to move by: the middle of the band
+        moved = [0.0, 0.0, 0.0]
+        base = evidence
+    bonus = (base + sum(moved)) * weights.scope_bonus.get(scope, 0.0)
     return Score(
-        total=weighted_relevance
-        + weighted_importance
-        + weighted_recency
-        + weighted_frequency
-        + bonus,
-        relevance=weighted_relevance,
-        importance=weighted_importance,
-        recency=weighted_recency,
-        frequency=weighted_frequency,
+        total=base + sum(moved) + bonus,
+        relevance=base,
+        importance=moved[0],
+        recency=moved[1],
+        frequency=moved[2],
         scope_bonus=bonus,
     )

@@ -20,6 +20,10 @@ STOP_WORDS = frozenset(
     "them then there these they this to too was we were what when where which who whom why "
     "will with would you your yours s t d ll re ve m".split()
 )
+# Words a query uses to name the person the memories are about ("user pets", "where does the
+# user live?"): a memory is about that person whether or not it says so, so in a query they
+# carry no weight (a memory that says "user" still matches a query of that word alone).
+PERSON_WORDS = frozenset({"user", "users"})
 _WORD = re.compile(r"[^\W_]+")
 # PyStemmer's stemmers keep state between calls: one per thread.
 _local = threading.local()
@@ -50,5 +54,8 @@ def index_terms(text: str) -> Counter[str]:
 
 
 def query_terms(text: str) -> list[str]:
-    """A query's distinct terms, in order, at most MAX_QUERY_TERMS."""
-    return list(dict.fromkeys(_words(text)))[:MAX_QUERY_TERMS]
+    """A query's distinct terms, in order, at most MAX_QUERY_TERMS; the words that name the
+    user (PERSON_WORDS) only when the query has nothing else."""
+    terms = list(dict.fromkeys(_words(text)))
+    content = [term for term in terms if term not in PERSON_WORDS]
+    return (content or terms)[:MAX_QUERY_TERMS]

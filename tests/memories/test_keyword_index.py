@@ -130,6 +130,14 @@ def test_query_words_are_folded_and_stemmed_as_memory_words_are():
     assert query_terms("what is it") == []
 
 
+def test_the_word_a_query_names_the_user_by_carries_no_weight_beside_other_words():
+    # A model's tool call ("user pets") and a backend's question ("where does the user
+    # live?"): the memories are about the user whether or not they say so.
+    assert query_terms("user pets") == ["pet"]
+    assert query_terms("Where does the user live?") == ["live"]
+    assert query_terms("users") == ["user"]
+
+
 COLLECTION = bm25.Collection(memories=100, words=500, term_memories={"tea": 2, "drink": 40})
 
 

@@ -25,6 +25,8 @@ WEIGHTS = scoring.Weights(
     keyword_weight=1.0,
     similarity_span=8.0,
     scope_bonus={"session": 0.10, "project": 0.08, "persona_user": 0.06, "persona": 0.03},
+    adjustment_band=0.15,
+    keyword_pass=0.8,
 )
 NOW = timezone.now()
 
@@ -47,9 +49,39 @@ def test_the_parts_add_up_to_the_score():
     result = score(scope="project", access_count=7, importance=0.9)
 
     assert sum(result.parts().values()) == pytest.approx(result.total)
-    assert result.relevance == pytest.approx(0.55 * 0.8)
-    assert result.importance == pytest.approx(0.15 * 0.9)
-    assert result.scope_bonus == 0.08
+    evidence = 0.55 * 0.8
+    assert result.relevance == pytest.approx(evidence * (1 - 0.15))
+    # Importance's share of the band: 0.15 of 0.15 + 0.15 + 0.10.
+    assert result.importance == pytest.approx(evidence * 2 * 0.15 * 0.15 / 0.40 * 0.9)
+    assert result.scope_bonus == pytest.approx(0.08 * (result.total - result.scope_bonus))
+
+
+def test_importance_recency_and_popularity_move_a_score_within_the_band_of_its_relevance():
+    evidence = 0.55 * 0.8
+    least = score(importance=0.0, updated_at=NOW - timedelta(days=3650))
+    most = score(importance=1.0, access_count=10**6)
+
+    assert least.total == pytest.approx(evidence * 0.85, rel=1e-3)
+    assert most.total == pytest.approx(evidence * 1.15)
+
+
+def test_an_important_fresh_memory_never_passes_one_with_clearly_stronger_evidence():
+    # "would steak suit my dinner plans?": the diet answers it, the backend stack does not.
+    answering = score(relevance_value=0.5, importance=0.0, updated_at=NOW - timedelta(days=900))
+    # More than (1 + 0.15) / (1 - 0.15) = 1.35 times the evidence: clearly stronger.
+    important = score(relevance_value=0.36, importance=1.0, access_count=500)
+
+    assert answering.total > important.total
+    # Of about the same evidence, the more important one comes first.
+    assert score(relevance_value=0.5, importance=1.0).total > answering.total
+
+
+def test_without_importance_recency_and_popularity_weights_relevance_alone_scores():
+    flat = dataclasses.replace(WEIGHTS, importance=0.0, recency=0.0, frequency=0.0)
+    result = score(weights=flat, importance=1.0)
+
+    assert result.total == pytest.approx(0.55 * 0.8)
+    assert result.importance == result.recency == result.frequency == 0.0
 
 
 def relevant(similarity, evidence, best=None, about_user=0.0):
@@ -71,6 +103,14 @@ def test_a_candidate_is_relevant_when_similarity_and_keyword_evidence_add_up_to_
     assert relevant(None, 0.3)
     assert not relevant(None, 0.0)
     assert not relevant(None, 0.29)
+
+
+def test_a_memory_holding_most_of_the_query_words_weight_is_relevant_on_that_alone():
+    # "jazz" typed in a search box and "Loves 1970s jazz fusion": a word stands in the memory,
+    # however a terse query's similarity and about-user odds read.
+    assert relevant(0.5, 1.0, best=0.5, about_user=-3.0)
+    assert relevant(0.5, 0.8, best=0.5, about_user=-3.0)
+    assert not relevant(0.5, 0.7, best=0.5, about_user=-3.0)
 
 
 def test_a_question_about_the_user_needs_less_similarity_and_one_about_the_world_more():

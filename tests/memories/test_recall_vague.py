@@ -4,10 +4,9 @@ GET /api/memories/search, with the real default model and settings. bench/vague.
 the same set over a grid of settings and reports its tuning and reporting parts apart
 (docs/benchmarks.md, "Relevance").
 
-The bounds hold for the questions of issue 20's set. Those issue 43 added (`added_in`: the
-ways products ask, a model's tool call, a search box's word, "the user", multi-need requests)
-are measured by `python -m bench vague` (by phrasing, bench/vague_phrasings.py) until recall
-reads them (issue 43's items 2 to 4), when they join these bounds."""
+The class bounds hold for the questions of issue 20's set; the phrasing bounds for the whole
+set, with the questions issue 43 added (`added_in`: a model's tool call, a search box's word,
+"the user", multi-need requests), as bench/vague_phrasings.py counts them."""
 
 import json
 from pathlib import Path
@@ -26,9 +25,29 @@ RELATED = ("vague", "paraphrase", "other_language")
 # answers get nothing at least this often; of the memories that answer a related question,
 # at least this share comes back. Measured on both databases, both parts: nothing for 89%,
 # vague 85%, paraphrase 89%, other-language 93% kept ("what do you know about me" alone asks
-# for eight memories, and "what are my hobbies" for every hobby).
-MIN_NOTHING_FOR_UNRELATED = 0.85
+# for eight memories, and "what are my hobbies" for every hobby). Issue 43 taught the question
+# classifier a model's and a search box's phrasings: tool calls found 22% -> 98%, search-box
+# words 49% -> 84%, and one more of these 120 questions about something never stored ("what
+# is my wifi password") got an answer (85.0% -> 84.2%).
+MIN_NOTHING_FOR_UNRELATED = 0.83
 MIN_RELEVANT_KEPT = {"vague": 0.80, "paraphrase": 0.85, "other_language": 0.85}
+# Per phrasing, on both parts (docs/benchmarks.md has each part against issue 43's targets):
+# the share of answerable questions whose relevant memory is in the top 3, and of unrelated
+# ones that get nothing. What both databases measured is in the comment of each.
+MIN_IN_TOP_3 = {
+    "first_person": 0.86,  # 88.8% (PostgreSQL), 89.4% (SQLite)
+    "third_person": 0.88,  # 91.3%
+    "tool_call": 0.95,  # 98.2%
+    "search_box": 0.80,  # 83.6%
+    "other_language": 0.77,  # 79.8%
+}
+MIN_NOTHING_BY_PHRASING = {
+    "first_person": 0.80,  # 83.7%
+    "third_person": 0.97,  # 100%
+    "tool_call": 0.97,  # 100%
+    "search_box": 0.93,  # 96.2%
+    "other_language": 0.97,  # 100%
+}
 
 # The mark makes pytest-django set up the test database, which the module fixture below uses;
 # without it, a module asking only for django_db_setup would reach the development database.
@@ -52,8 +71,6 @@ def answers(django_db_setup, django_db_blocker) -> list[dict]:
                 response = api.post(CREATE_URL, memory, format="json")
                 assert response.status_code == 201, response.content[:500]
             for question in profile["questions"]:
-                if "added_in" in question:
-                    continue  # issue 43's phrasings: measured by bench.vague, not bounded yet
                 response = api.get(SEARCH_URL, {"q": question["query"]})
                 assert response.status_code == 200, response.content[:500]
                 returned = [result["key"] for result in response.json()["data"]]
@@ -82,8 +99,12 @@ def test_the_data_set_has_every_class_in_both_parts_and_labels_only_own_memories
             assert len(relevant) <= 10, question
 
 
+def of_issue_20(answers: list[dict]) -> list[dict]:
+    return [answer for answer in answers if "added_in" not in answer]
+
+
 def test_questions_no_memory_answers_mostly_get_nothing(answers):
-    unrelated = [answer for answer in answers if answer["kind"] == "unrelated"]
+    unrelated = [answer for answer in of_issue_20(answers) if answer["kind"] == "unrelated"]
     answered = [
         f"  {a['profile']}: {a['query']!r} -> {a['returned']}" for a in unrelated if a["returned"]
     ]
@@ -96,7 +117,7 @@ def test_questions_no_memory_answers_mostly_get_nothing(answers):
 
 @pytest.mark.parametrize("kind", RELATED)
 def test_the_memories_a_related_question_is_about_mostly_come_back(answers, kind):
-    related = [answer for answer in answers if answer["kind"] == kind]
+    related = [answer for answer in of_issue_20(answers) if answer["kind"] == kind]
     total = sum(len(answer["relevant"]) for answer in related)
     missed = [
         f"  {a['profile']}: {a['query']!r} missed {sorted(set(a['relevant']) - set(a['returned']))}"
@@ -107,3 +128,33 @@ def test_the_memories_a_related_question_is_about_mostly_come_back(answers, kind
     share = 1 - cut / total
 
     assert share >= MIN_RELEVANT_KEPT[kind], f"kept {share:.1%} of {total}:\n" + "\n".join(missed)
+
+
+@pytest.mark.parametrize("phrasing", MIN_IN_TOP_3)
+def test_every_phrasing_finds_the_memory_a_question_is_about_in_the_top_3(answers, phrasing):
+    asked = [
+        a
+        for a in answers
+        if a["phrasing"] == phrasing and a["kind"] not in ("unrelated", "multi_need")
+    ]
+    missed = [
+        f"  {a['profile']}: {a['query']!r} -> {a['returned'][:3]}, wanted {a['relevant']}"
+        for a in asked
+        if not set(a["relevant"]) & set(a["returned"][:3])
+    ]
+    share = 1 - len(missed) / len(asked)
+
+    assert share >= MIN_IN_TOP_3[phrasing], f"{share:.1%} of {len(asked)}:\n" + "\n".join(missed)
+
+
+@pytest.mark.parametrize("phrasing", MIN_NOTHING_BY_PHRASING)
+def test_every_phrasing_of_an_unrelated_query_mostly_gets_nothing(answers, phrasing):
+    asked = [a for a in answers if a["phrasing"] == phrasing and a["kind"] == "unrelated"]
+    answered = [
+        f"  {a['profile']}: {a['query']!r} -> {a['returned']}" for a in asked if a["returned"]
+    ]
+    share = 1 - len(answered) / len(asked)
+
+    assert share >= MIN_NOTHING_BY_PHRASING[phrasing], (
+        f"nothing for {share:.1%} of {len(asked)}:\n" + "\n".join(answered)
+    )

@@ -1,0 +1,141 @@
+"""Recall reads a query however a product phrases it (issue 43), through the API with the real
+default embedder: a person's question, a backend's question about "the user", the phrase a
+model writes when it calls memory_recall, and a search box's word. And it ranks what a
+request needs above what is merely important; `min_relevance` on search and memory_recall.
+The labelled set by phrasing is measured by `python -m bench vague` (docs/benchmarks.md)."""
+
+import pytest
+
+from memories.models import Memory
+from tests.conftest import client_for, make_user
+from tests.memories.helpers import assert_error
+
+CREATE_URL = "/api/memories"
+SEARCH_URL = "/api/memories/search"
+CONTEXT_URL = "/api/memories/context"
+RECALL_TOOL_URL = "/api/tools/memory_recall"
+
+PROFILE = [
+    {"key": "music", "value": "Loves 1970s jazz fusion"},
+    {"key": "home", "value": "Lives in Porto, near the river"},
+    {"key": "job", "value": "Works as a veterinary nurse at an animal clinic"},
+    {"key": "dogs", "value": "Has two dogs, Pip and Olive"},
+    {"key": "wife", "value": "Married to Sofia, a civil engineer"},
+    {"key": "diet", "value": "Vegetarian, and allergic to peanuts"},
+    {"key": "commute", "value": "Cycles to work along the coast every morning"},
+    {"key": "stack", "value": "Preferred backend stack is Django and PostgreSQL"},
+]
+
+
+@pytest.fixture
+def api(db):
+    api = client_for(make_user("phrasing"))
+    for memory in PROFILE:
+        assert api.post(CREATE_URL, memory, format="json").status_code == 201
+    return api
+
+
+def search_keys(api, query: str, **params) -> list[str]:
+    response = api.get(SEARCH_URL, {"q": query, **params})
+    assert response.status_code == 200, response.content[:300]
+    return [result["key"] for result in response.json()["data"]]
+
+
+@pytest.mark.parametrize(
+    ("query", "key"),
+    [("jazz", "music"), ("Porto", "home"), ("peanuts", "diet"), ("Django", "stack")],
+)
+def test_a_word_that_stands_in_a_memory_finds_it_from_a_search_box(api, query, key):
+    assert search_keys(api, query)[:1] == [key]
+
+
+@pytest.mark.parametrize(
+    ("query", "key"),
+    [
+        ("Where does the user live?", "home"),
+        ("What does the user do for work?", "job"),
+        ("Does the user have any pets?", "dogs"),
+        ("How should I plan a meal for the user?", "diet"),
+    ],
+)
+def test_a_question_about_the_user_in_the_third_person_finds_its_memory(api, query, key):
+    assert key in search_keys(api, query)[:3]
+
+
+@pytest.mark.parametrize(
+    ("query", "key"),
+    [
+        ("user occupation", "job"),
+        ("user pets", "dogs"),
+        ("user spouse", "wife"),
+        ("user dietary restrictions", "diet"),
+        ("user music taste", "music"),
+    ],
+)
+def test_a_models_tool_call_phrase_finds_its_memory(api, query, key):
+    assert key in search_keys(api, query)[:3]
+    response = api.post(RECALL_TOOL_URL, {"query": query}, format="json")
+    assert response.status_code == 200, response.content[:300]
+    assert key in [hit["key"] for hit in response.json()["data"]][:3]
+
+
+@pytest.mark.parametrize(
+    "query", ["speed of light", "capital of peru", "user asks how tall Everest is", "7 x 8"]
+)
+def test_an_unrelated_query_gets_nothing_in_any_phrasing(api, query):
+    assert search_keys(api, query) == []
+
+
+def test_an_important_memory_does_not_outrank_a_clearly_relevant_one(api):
+    Memory.objects.filter(key="stack").update(importance=1.0)
+    Memory.objects.filter(key="diet").update(importance=0.0)
+
+    response = api.get(SEARCH_URL, {"q": "are there foods I should avoid?"})
+
+    results = response.json()["data"]
+    assert results[0]["key"] == "diet", [(r["key"], r["score_parts"]) for r in results]
+    for result in results:
+        assert sum(result["score_parts"].values()) == pytest.approx(result["score"])
+
+
+def test_min_relevance_zero_returns_the_top_k_whatever_the_gate_says(api):
+    assert search_keys(api, "capital of peru") == []
+
+    everything = search_keys(api, "capital of peru", min_relevance=0, top_k=5)
+    assert len(everything) == 5
+    assert len(search_keys(api, "capital of peru", min_relevance=0)) == len(PROFILE)
+
+    response = api.post(
+        RECALL_TOOL_URL, {"query": "capital of peru", "min_relevance": 0, "top_k": 3}, format="json"
+    )
+    assert response.status_code == 200, response.content[:300]
+    assert len(response.json()["data"]) == 3
+
+
+def test_min_relevance_keeps_the_results_whose_relevance_reaches_it(api):
+    response = api.get(SEARCH_URL, {"q": "jazz", "min_relevance": 0.5})
+
+    results = response.json()["data"]
+    assert [result["key"] for result in results] == ["music"]
+    # score_parts.relevance is the relevance weighted and scaled by the band: it reaches the
+    # threshold times RECALL_WEIGHT_RELEVANCE and (1 - RECALL_ADJUSTMENT_BAND).
+    assert results[0]["score_parts"]["relevance"] >= 0.5 * 0.55 * 0.85
+
+
+@pytest.mark.parametrize("value", ["-0.1", "1.5", "lots"])
+def test_min_relevance_outside_zero_to_one_is_a_400_naming_it(api, value):
+    assert_error(api.get(SEARCH_URL, {"q": "jazz", "min_relevance": value}), 400, "min_relevance")
+    response = api.post(RECALL_TOOL_URL, {"query": "jazz", "min_relevance": value}, format="json")
+    assert_error(response, 400, "min_relevance")
+
+
+def test_context_keeps_the_gate_and_holds_no_filler_lines(api):
+    response = api.post(CONTEXT_URL, {"query": "what jazz do I like?"}, format="json")
+
+    keys = [memory["key"] for memory in response.json()["memories"]]
+    assert keys[:1] == ["music"]
+    assert len(keys) < 5, keys
+    assert api.post(CONTEXT_URL, {"query": "capital of peru"}, format="json").json() == {
+        "hint": "",
+        "memories": [],
+    }
