@@ -104,6 +104,29 @@ def test_memories_saved_elsewhere_read_as_items_and_a_project_is_a_namespace(ser
     assert (saved.scope, str(saved.project_id)) == ("project", project_id)
 
 
+def test_a_search_ranks_every_item_as_the_in_memory_store_does(service):
+    """InMemoryStore ranks every item by similarity; so does this store (min_relevance=0):
+    a search box's word finds the item it stands in first, and a query no item bears on
+    still lists the items, weakest last, rather than none."""
+    with service.client("dana") as dana:
+        store = MemoryStore(dana)
+        namespace = ("dana", "notes")
+        store.put(namespace, "music", {"value": "Loves 1970s jazz fusion"})
+        store.put(namespace, "home", {"value": "Lives in Porto"})
+        store.put(namespace, "stack", {"value": "Prefers Django and PostgreSQL"})
+
+        by_word = store.search(namespace, query="jazz")
+        unrelated = store.search(namespace, query="capital of peru")
+        first_two = store.search(namespace, query="capital of peru", limit=2)
+
+    assert by_word[0].key == "music"
+    assert sorted(item.key for item in unrelated) == ["home", "music", "stack"]
+    assert [item.score for item in unrelated] == sorted(
+        (item.score for item in unrelated), reverse=True
+    )
+    assert [item.key for item in first_two] == [item.key for item in unrelated[:2]]
+
+
 def test_the_store_serves_async_graphs(service):
     async def remember(state: State, *, store: BaseStore) -> dict:
         namespace = (state["user_id"], "notes")

@@ -4350,6 +4350,8 @@ export interface operations {
             query: {
                 /** @description Recall what was current then: a date (YYYY-MM-DD, as of its end, UTC) or an ISO 8601 date and time. Memories superseded since are included, later ones left out. */
                 as_of?: string;
+                /** @description 0 to 1: return the memories whose relevance (score_parts.relevance before the weights: how close the memory is to the query and how many of its words it holds) reaches it, instead of the relevance gate's decision. 0 returns the top_k by score whatever the gate says (a search box, an admin); left out, the gate decides, which keeps memories that do not bear on the query out. */
+                min_relevance?: number;
                 persona_id?: string | null;
                 project_id?: string | null;
                 /** @description What to look for: 1 to 1000 characters. Recall reads its last 500 characters, from a word on. */
@@ -4965,6 +4967,8 @@ export interface operations {
                     top_k?: number | null;
                     /** @description A past date (YYYY-MM-DD) to recall what was true then, including facts that changed since; null for what is true now. */
                     as_of?: string | null;
+                    /** @description 0 to 1: the least relevance a memory needs to be returned; 0 returns the top_k best whatever their relevance. null: only memories that bear on the query. */
+                    min_relevance?: number | null;
                 } | {
                     /** @description The user's message as it is, or the topic at hand. At most 32000 characters; recall reads the last 500. */
                     query: string;

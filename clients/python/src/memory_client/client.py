@@ -93,7 +93,8 @@ class MemoryClient:
 
     def search(self, query: str, top_k: int = 10, **context: Any) -> list[RecallResult]:
         """Scored recall of current memories; `context`: topic_id, project_id, persona_id,
-        work_session_id bring those scopes in, as_of recalls what was current then."""
+        work_session_id bring those scopes in, as_of recalls what was current then,
+        min_relevance (0 to 1) replaces the relevance gate (0: the top_k whatever it says)."""
         return self.run(calls.search(query, top_k, context))
 
     def context(self, query: str, **context: Any) -> Context:

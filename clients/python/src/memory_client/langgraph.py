@@ -20,6 +20,10 @@ How a namespace maps to the service (README.md of this package, "The LangGraph s
   text itself; a memory whose value is not a JSON object reads back as ``{"value": text}``.
   So a get after a put answers the same dict, and memories written elsewhere read naturally.
 - `filter` reads as LangGraph's InMemoryStore reads it (see matches).
+- A search with a query ranks the namespace's memories by the service's score, as
+  InMemoryStore ranks every item by similarity: it asks with ``min_relevance=0`` (the best 50
+  whatever the relevance gate says), so ``search(ns, query="food")`` finds a memory its words
+  stand in, and a weak one still comes last rather than not at all.
 
 Values are at most 4000 characters. Every value is embedded (PutOp.index is not needed, and
 index=False is not honoured); TTLs are not supported."""
@@ -479,7 +483,8 @@ def _search(op: SearchOp) -> Plan[list[SearchItem]]:
     place = Place.of(prefix)
     found: list[SearchItem] = []
     if op.query:
-        hits = yield user_id, calls.search(op.query, RECALL_TOP_K, place.recall_context())
+        ranked = {**place.recall_context(), "min_relevance": 0}
+        hits = yield user_id, calls.search(op.query, RECALL_TOP_K, ranked)
         candidates = [item_of(hit, hit["score"]) for hit in hits]
     else:
         memories = yield from _pages(user_id, place.list_filters(exact=False))
