@@ -110,7 +110,17 @@ def rank(
     ]
     best_similarity = max((s for s in similarities if s is not None), default=None)
     scored = []
+    about_user = calibration.about_user if calibration is not None else 0.0
     for candidate, similarity in zip(candidates, similarities, strict=True):
+        # The gate first: most candidates stop there, before their relevance is computed.
+        if min_relevance is None and not scoring.is_relevant(
+            similarity=similarity,
+            best_similarity=best_similarity,
+            keyword_evidence=candidate.keyword_evidence,
+            about_user=about_user,
+            weights=weights,
+        ):
+            continue
         relevance = scoring.relevance(
             similarity=similarity,
             keyword=candidate.keyword,
@@ -118,16 +128,7 @@ def rank(
             vector_share=weights.vector_share,
             span=weights.similarity_span,
         )
-        if min_relevance is not None:
-            if relevance < min_relevance:
-                continue
-        elif not scoring.is_relevant(
-            similarity=similarity,
-            best_similarity=best_similarity,
-            keyword_evidence=candidate.keyword_evidence,
-            about_user=calibration.about_user if calibration is not None else 0.0,
-            weights=weights,
-        ):
+        if min_relevance is not None and relevance < min_relevance:
             continue
         score = scoring.score(
             relevance_value=relevance,
