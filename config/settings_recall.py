@@ -75,6 +75,9 @@ RECALL_KEYWORD_PASS = env.float("RECALL_KEYWORD_PASS", default=_relevance["keywo
 RECALL_SIMILARITY_SPAN = env.float("RECALL_SIMILARITY_SPAN", default=_relevance["span"])
 if RECALL_SIMILARITY_SPAN <= 0:
     raise ConfigurationError(f"RECALL_SIMILARITY_SPAN={RECALL_SIMILARITY_SPAN}: expected > 0")
+# The share a memory of a more specific scope adds to its score (0.10: a session memory scores
+# 10% more than the same evidence in the user scope), so it never passes clearly stronger
+# evidence either (memories/recall/scoring.py).
 RECALL_SCOPE_BONUS = {
     "session": env.float("RECALL_SCOPE_BONUS_SESSION", default=0.10),
     "project": env.float("RECALL_SCOPE_BONUS_PROJECT", default=0.08),
