@@ -140,7 +140,10 @@ def rank(
             now=now,
             weights=weights,
         )
-        scored.append((candidate.memory_id, score))
-    # Ties go by id (UUID.int orders as its text does, without building the text).
-    scored.sort(key=lambda pair: (-pair[1].total, pair[0].int))
-    return scored[:top_k]
+        scored.append((candidate.memory_id, score, candidate.importance, candidate.updated_at))
+    # Equal scores (most often memories with no evidence at all, scored 0, which a question
+    # plainly about the user lets through) go by importance, then the latest update, then id
+    # (UUID.int orders as its text does, without building the text): what the product marked
+    # important first, and the same order on every run.
+    scored.sort(key=lambda row: (-row[1].total, -row[2], -row[3].timestamp(), row[0].int))
+    return [(memory_id, score) for memory_id, score, _, _ in scored[:top_k]]

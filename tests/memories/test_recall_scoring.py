@@ -1,6 +1,7 @@
 """The scoring function on its own: plain arguments in, numbers out."""
 
 import dataclasses
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -188,3 +189,39 @@ def test_a_more_specific_scope_earns_a_larger_bonus():
 
     assert bonuses == sorted(bonuses)
     assert len(set(bonuses)) == 5
+
+
+def candidate(number: int, *, importance: float, days_old: int = 0, similarity: float = 0.0):
+    from memories.recall.candidates import Candidate
+
+    return Candidate(
+        memory_id=uuid.UUID(int=number),
+        similarity=similarity,
+        keyword=0.0,
+        keyword_evidence=0.0,
+        scope="user",
+        importance=importance,
+        confidence=1.0,
+        updated_at=NOW - timedelta(days=days_old),
+        last_accessed_at=None,
+        access_count=0,
+    )
+
+
+def test_memories_of_equal_score_go_by_importance_then_the_latest_update_then_id():
+    from memories.recall.calibration import Calibration
+    from memories.recall.recall import rank
+
+    # A question plainly about the user lets through memories with no evidence (score 0).
+    candidates = [
+        candidate(1, importance=0.2),
+        candidate(2, importance=0.9, days_old=40),
+        candidate(3, importance=0.9, days_old=2),
+        candidate(4, importance=0.2),
+    ]
+    about_the_user = Calibration(mean=0.5, spread=0.1, about_user=5.0)
+
+    ranked = rank(candidates, weights=WEIGHTS, now=NOW, top_k=4, calibration=about_the_user)
+
+    assert [memory_id.int for memory_id, _ in ranked] == [3, 2, 1, 4]
+    assert {score.total for _, score in ranked} == {0.0}
