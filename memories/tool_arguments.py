@@ -12,6 +12,7 @@ from memories.api.fields import (
     StrictInputMixin,
     StrictUUIDField,
     UnitFloatField,
+    min_relevance_field,
     trimmed_char,
 )
 from memories.carriers import SCOPE_ALIASES, scope_named
@@ -182,14 +183,9 @@ class MemoryRecallArguments(ToolArguments):
             "changed since; null for what is true now."
         ),
     )
-    min_relevance = serializers.FloatField(
-        min_value=0.0,
-        max_value=1.0,
-        required=False,
-        help_text=(
-            "0 to 1: the least relevance a memory needs to be returned; 0 returns the "
-            "top_k best whatever their relevance. null: only memories that bear on the query."
-        ),
+    min_relevance = min_relevance_field(
+        "0 to 1: the least relevance a memory needs to be returned; 0 returns the top_k best "
+        "whatever their relevance. null: only memories that bear on the query."
     )
 
 

@@ -98,6 +98,12 @@ class AsOfField(serializers.DateTimeField):
         return super().to_internal_value(value)
 
 
+def min_relevance_field(help_text: str) -> serializers.FloatField:
+    """The threshold that replaces the relevance gate of search and memory_recall: 0 to 1,
+    refused (not clamped) outside."""
+    return serializers.FloatField(min_value=0.0, max_value=1.0, required=False, help_text=help_text)
+
+
 def as_of_field() -> AsOfField:
     return AsOfField(
         required=False,

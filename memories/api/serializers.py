@@ -15,6 +15,7 @@ from memories.api.fields import (
     UnitFloatField,
     as_of_field,
     external_user_id,
+    min_relevance_field,
     persona_ref,
     project_ref,
     topic_ref,
@@ -356,12 +357,6 @@ MIN_RELEVANCE_HELP = (
 )
 
 
-def min_relevance_field() -> serializers.FloatField:
-    return serializers.FloatField(
-        min_value=0.0, max_value=1.0, required=False, help_text=MIN_RELEVANCE_HELP
-    )
-
-
 class SearchParamsSerializer(RecallContextSerializer):
     q = serializers.CharField(
         max_length=1000, help_text=f"What to look for: 1 to 1000 characters. {_RECALL_READS}"
@@ -373,7 +368,7 @@ class SearchParamsSerializer(RecallContextSerializer):
         help_text=f"How many results, 1 to 50; {settings.RECALL_SEARCH_TOP_K} when left out.",
     )
     as_of = as_of_field()
-    min_relevance = min_relevance_field()
+    min_relevance = min_relevance_field(MIN_RELEVANCE_HELP)
 
 
 class ContextRequestSerializer(RecallContextSerializer):

@@ -58,3 +58,20 @@ def assert_error(response, status: int, field: str | None = None) -> dict:
         assert field in body["fields"], body
         assert body["fields"][field] and all(isinstance(m, str) for m in body["fields"][field])
     return body
+
+
+def search_keys(api, query: str, **params) -> list[str]:
+    """The keys GET /api/memories/search answers for `query`, best first."""
+    response = api.get("/api/memories/search", {"q": query, **params})
+    assert response.status_code == 200, response.content[:300]
+    return [result["key"] for result in response.json()["data"]]
+
+
+def api_with_memories(username: str, memories: list[dict]):
+    """An API client of a new user who saved `memories` through POST /api/memories."""
+    from tests.conftest import client_for, make_user
+
+    api = client_for(make_user(username))
+    for memory in memories:
+        assert api.post("/api/memories", memory, format="json").status_code == 201
+    return api

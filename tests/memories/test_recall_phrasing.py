@@ -7,10 +7,8 @@ The labelled set by phrasing is measured by `python -m bench vague` (docs/benchm
 import pytest
 
 from memories.models import Memory
-from tests.conftest import client_for, make_user
-from tests.memories.helpers import assert_error
+from tests.memories.helpers import api_with_memories, assert_error, search_keys
 
-CREATE_URL = "/api/memories"
 SEARCH_URL = "/api/memories/search"
 CONTEXT_URL = "/api/memories/context"
 RECALL_TOOL_URL = "/api/tools/memory_recall"
@@ -29,16 +27,7 @@ PROFILE = [
 
 @pytest.fixture
 def api(db):
-    api = client_for(make_user("phrasing"))
-    for memory in PROFILE:
-        assert api.post(CREATE_URL, memory, format="json").status_code == 201
-    return api
-
-
-def search_keys(api, query: str, **params) -> list[str]:
-    response = api.get(SEARCH_URL, {"q": query, **params})
-    assert response.status_code == 200, response.content[:300]
-    return [result["key"] for result in response.json()["data"]]
+    return api_with_memories("phrasing", PROFILE)
 
 
 @pytest.mark.parametrize(

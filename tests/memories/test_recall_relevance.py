@@ -8,10 +8,9 @@ import pytest
 
 from memories.recall import calibration
 from memories.recall.calibration import Calibration, fit_classifier
-from tests.conftest import client_for, make_user
+from tests.memories.helpers import api_with_memories, search_keys
 
 CREATE_URL = "/api/memories"
-SEARCH_URL = "/api/memories/search"
 CONTEXT_URL = "/api/memories/context"
 
 PROFILE = [
@@ -28,16 +27,7 @@ PROFILE = [
 
 @pytest.fixture
 def profile_api(db):
-    api = client_for(make_user("relevance"))
-    for memory in PROFILE:
-        assert api.post(CREATE_URL, memory, format="json").status_code == 201
-    return api
-
-
-def search_keys(api, query: str) -> list[str]:
-    response = api.get(SEARCH_URL, {"q": query})
-    assert response.status_code == 200, response.content[:300]
-    return [result["key"] for result in response.json()["data"]]
+    return api_with_memories("relevance", PROFILE)
 
 
 @pytest.mark.parametrize(
@@ -84,27 +74,29 @@ def test_a_deleted_memory_leaves_nothing_behind_for_its_question(profile_api):
 
 
 def test_a_german_memory_is_found_by_an_english_question(db):
-    api = client_for(make_user("german"))
-    for memory in [
-        {"key": "wohnort", "value": "Ich wohne in München, im Stadtteil Schwabing"},
-        {"key": "hobby", "value": "Goes bouldering twice a week"},
-        {"key": "editor", "value": "Uses Neovim"},
-        {"key": "diet", "value": "Vegetarian"},
-    ]:
-        assert api.post(CREATE_URL, memory, format="json").status_code == 201
+    api = api_with_memories(
+        "german",
+        [
+            {"key": "wohnort", "value": "Ich wohne in München, im Stadtteil Schwabing"},
+            {"key": "hobby", "value": "Goes bouldering twice a week"},
+            {"key": "editor", "value": "Uses Neovim"},
+            {"key": "diet", "value": "Vegetarian"},
+        ],
+    )
 
     assert search_keys(api, "Where does the user live?")[0] == "wohnort"
     assert search_keys(api, "Where do I live?")[0] == "wohnort"
 
 
 def test_an_english_memory_is_found_by_a_spanish_question(db):
-    api = client_for(make_user("spanish"))
-    for memory in [
-        {"key": "home", "value": "Lives in Porto with her partner"},
-        {"key": "job", "value": "Works as a nurse at the children's hospital"},
-        {"key": "pet", "value": "Has a cat called Miso"},
-    ]:
-        assert api.post(CREATE_URL, memory, format="json").status_code == 201
+    api = api_with_memories(
+        "spanish",
+        [
+            {"key": "home", "value": "Lives in Porto with her partner"},
+            {"key": "job", "value": "Works as a nurse at the children's hospital"},
+            {"key": "pet", "value": "Has a cat called Miso"},
+        ],
+    )
 
     assert search_keys(api, "¿Dónde vivo?")[0] == "home"
     assert search_keys(api, "¿Cómo se llama mi gato?")[0] == "pet"
