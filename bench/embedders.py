@@ -145,7 +145,7 @@ def cross_language() -> dict:
     """Accuracy@1 over the 24 facts, per direction and language."""
     import numpy as np
 
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
 
     embedder = get_embedder()
     pairs = json.loads(PAIRS.read_text())
@@ -168,7 +168,7 @@ def install(package: str) -> dict:
     """Megabytes on disk: the model package, and the ONNX file the service runs."""
     import importlib
 
-    from memories.embedders import export_local_model
+    from memories.embeddings.embedders import export_local_model
 
     module = importlib.import_module(package)
     directory = Path(module.__file__).resolve().parent

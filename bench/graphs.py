@@ -23,7 +23,7 @@ EF_SEARCHES = (40, 100)
 def run(*, memories: int, queries: int, builds=BUILDS, ef_searches=EF_SEARCHES) -> dict:
     """The comparison on synthetic memories of the default embedder."""
     from bench.synthetic import embedded_corpus
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
 
     embedder = get_embedder()
     corpus = embedded_corpus(embedder)

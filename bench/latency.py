@@ -282,7 +282,7 @@ def run(
     from rest_framework.authtoken.models import Token
 
     from bench import bulk
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
     from memories.models import Status, User
     from memories.recall.recall import memory_recall
     from memories.recall.scopes import recall_scopes

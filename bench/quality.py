@@ -182,7 +182,7 @@ def run(*, data: str, quick: bool, sweep: str = "auto", sweep_only: bool = False
     """sweep: "always", "never" or "auto" (only when the service misses the target)."""
     from django.test import override_settings
 
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
     from memories.recall.scoring import Weights
 
     started_all = time.perf_counter()

@@ -29,7 +29,7 @@ def setup_main(argv: list[str]) -> None:
     from bench.synthetic import embedded_corpus
     from memories.accounts import external_user_create
     from memories.api_keys import api_key_create
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
 
     embedder = get_embedder()
     corpus = embedded_corpus(embedder)
@@ -65,7 +65,7 @@ def timer_main(argv: list[str]) -> None:
     dj.setup(args.database_url)
     from django.conf import settings
 
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
     from memories.models import Status, User
     from memories.recall.scopes import recall_scopes
     from memories.recall.vector_store import get_vector_store

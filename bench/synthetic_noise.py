@@ -85,7 +85,7 @@ def main(argv: list[str]) -> None:
     os.environ.setdefault("SECRET_KEY", "bench-calibrate")
     django.setup()
     from bench import locomo
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
 
     started = time.perf_counter()
     embedder = get_embedder()

@@ -33,7 +33,7 @@ def setup_main(argv: list[str]) -> None:
     from bench.synthetic import embedded_corpus
     from memories.accounts import external_user_create
     from memories.api_keys import api_key_create
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
 
     planned = json.loads(Path(args.plan).read_text())
     embedder = get_embedder()
@@ -83,7 +83,7 @@ def finish_main(argv: list[str]) -> None:
     from bench import bulk
     from bench.synthetic import embedded_corpus
     from memories.api_keys import api_key_create
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
     from memories.models import Memory
 
     embedder = get_embedder()
@@ -142,7 +142,7 @@ def timer_main(argv: list[str]) -> None:
     dj.setup(args.database_url)
     from django.db import connection
 
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
 
     queries = json.loads(Path(args.queries).read_text())
     vectors = get_embedder().embed_queries(queries)

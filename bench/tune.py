@@ -223,7 +223,7 @@ def run(*, data: str, configs: list[dict] | None = None, quick: bool = False) ->
     """Every config on both memory texts (Django is set up by the worker)."""
     from django.db import connection
 
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
 
     started = time.perf_counter()
     configs = CONFIGS if configs is None else configs

@@ -300,7 +300,7 @@ def _share(part: int, total: int) -> float | None:
 
 def run(*, grid: list[dict] | None = None, data: Path = DATA) -> dict:
     """Load the data set once, then evaluate every setting of the grid (GRID by default)."""
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
 
     started = time.perf_counter()
     grid = GRID if grid is None else grid

@@ -43,7 +43,7 @@ def on_starting(server):
     Reading the settings here also stops a misconfigured start before any worker forks."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-    from memories.embedders import export_local_model
+    from memories.embeddings.embedders import export_local_model
 
     export_local_model()
 

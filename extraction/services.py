@@ -29,7 +29,7 @@ from extraction.prompt import EXTRACTABLE_ROLES, ShownMessage, build_messages, s
 from extraction.rules import extract_by_rules_cited
 from extraction.sources import ExtractionSource, extraction_enabled, source_activity
 from memories import services as memory_services
-from memories.embedders import get_embedder
+from memories.embeddings.embedders import get_embedder
 from memories.facts import normalise
 from memories.models import (
     CarrierIds,

@@ -31,7 +31,7 @@ from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from memories import services
-from memories.embedders import embed_one
+from memories.embeddings.embedders import embed_one
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.models import (
     ConsolidationProposal,

@@ -6,7 +6,7 @@ import logging
 from prometheus_client.core import GaugeMetricFamily
 
 from memories import selectors
-from memories.embedders import embedder_is_loaded
+from memories.embeddings.embedders import embedder_is_loaded
 from memories.recall.calibration import embedder_warm_up
 from ops.health import NotReady
 

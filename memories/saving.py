@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from memories.embedders import get_embedder
+from memories.embeddings.embedders import get_embedder
 from memories.errors import Forbidden, InvalidInput, ServiceError
 from memories.fact_keys import FactGroup, current_holders, fact_group, lock_fact_keys
 from memories.facts import decide

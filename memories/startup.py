@@ -9,7 +9,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from memories.embedders import export_local_model, local_model_exporter
+from memories.embeddings.embedders import export_local_model, local_model_exporter
 from memories.recall.calibration import embedder_warm_up
 
 logger = logging.getLogger(__name__)

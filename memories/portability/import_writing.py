@@ -6,7 +6,7 @@ from uuid import UUID
 from django.db import transaction
 from django.utils import timezone
 
-from memories.embedders import get_embedder
+from memories.embeddings.embedders import get_embedder
 from memories.fact_keys import lock_fact_keys
 from memories.facts import normalise
 from memories.models import (

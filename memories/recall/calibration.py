@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from memories.embedders import embed_query, get_embedder
+from memories.embeddings.embedders import embed_query, get_embedder
 
 logger = logging.getLogger(__name__)
 

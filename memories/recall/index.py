@@ -4,7 +4,7 @@ these inside their transaction, so a memory and its index rows commit or roll ba
 from collections.abc import Iterable, Sequence
 from uuid import UUID
 
-from memories.embedders import get_embedder
+from memories.embeddings.embedders import get_embedder
 from memories.models import Memory
 from memories.recall.keyword import get_keyword_index
 from memories.recall.vector_store import get_vector_store, partition_of

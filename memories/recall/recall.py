@@ -10,7 +10,7 @@ from uuid import UUID
 from django.conf import settings
 from django.utils import timezone
 
-from memories.embedders import embed_query
+from memories.embeddings.embedders import embed_query
 from memories.models import CarrierIds, Memory
 from memories.recall import scoring
 from memories.recall.access import memory_record_access

@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memories.carriers import carrier_errors, ownership_errors
-from memories.embedders import embed_one
+from memories.embeddings.embedders import embed_one
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.fact_keys import FactGroup, current_holders, fact_group, lock_fact_keys
 from memories.facts import normalise

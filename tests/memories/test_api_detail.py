@@ -3,7 +3,7 @@
 import pytest
 
 from memories.api_keys import default_tenant
-from memories.embedders import embed_one
+from memories.embeddings.embedders import embed_one
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Scope
 from memories.recall.vector_store import get_vector_store, partition_of
 from tests.memories.helpers import assert_error, make_memory, make_pending

@@ -11,7 +11,7 @@ from django.utils.dateparse import parse_datetime
 
 from memories import services
 from memories.api_keys import default_tenant
-from memories.embedders import embed_one
+from memories.embeddings.embedders import embed_one
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Scope, Status
 from memories.portability import import_lines, importing
 from memories.recall.vector_store import get_vector_store, partition_of

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memories import services
-from memories.embedders import embed_one
+from memories.embeddings.embedders import embed_one
 from memories.models import Memory, MemoryRevision, Status
 from memories.recall.vector_store import get_vector_store, partition_of
 from tests.memories.helpers import (

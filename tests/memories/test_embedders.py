@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from memories import e5_export, embedder_export, embedders
-from memories.embedders import (
+from memories.embeddings import e5_export, embedder_export, embedders
+from memories.embeddings.embedders import (
     E5Embedder,
     OnnxEmbedder,
     TorchEmbedder,
@@ -260,7 +260,7 @@ def test_the_onnx_files_are_exported_from_the_package_on_first_use(settings, tmp
 def test_a_process_serving_with_onnx_never_imports_torch():
     script = (
         "import sys, django; django.setup();"
-        "from memories.embedders import embed_one; embed_one('hello');"
+        "from memories.embeddings.embedders import embed_one; embed_one('hello');"
         "print(sorted({'torch', 'transformers', 'sentence_transformers'} & set(sys.modules)))"
     )
     environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings_test"}

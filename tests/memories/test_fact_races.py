@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from memories import saving, services
-from memories.embedders import get_embedder
+from memories.embeddings.embedders import get_embedder
 from memories.models import Memory, Status
 from memories.portability import importing
 from memories.recall.vector_store import get_vector_store

@@ -7,7 +7,7 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
-from memories.embedders import embed_one
+from memories.embeddings.embedders import embed_one
 from memories.models import CarrierIds, Memory, Scope, Status
 from memories.recall import candidates, keyword
 from memories.recall.access import memory_record_access

@@ -161,6 +161,6 @@ def test_the_classifier_fit_separates_two_groups():
 
 
 def _query_vectors(texts: list[str]):
-    from memories.embedders import get_embedder
+    from memories.embeddings.embedders import get_embedder
 
     return get_embedder().embed_queries(texts)

@@ -5,7 +5,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from memories import embedders
+from memories.embeddings import embedders
 from memories.models import MemoryEmbedding
 from tests.memories.helpers import make_memory
 

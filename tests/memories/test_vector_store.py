@@ -3,7 +3,7 @@
 import pytest
 from django.db import connection
 
-from memories.embedders import embed_one
+from memories.embeddings.embedders import embed_one
 from memories.models import MemoryEmbedding, Status
 from memories.recall.vector_store import get_vector_store, partition_key, partition_of
 from tests.memories.helpers import bulk_memories

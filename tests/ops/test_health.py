@@ -14,8 +14,9 @@ import redis
 from django.db import connection, connections
 from django.test import Client
 
-from memories import embedders, monitoring
-from memories.embedders import get_embedder
+from memories import monitoring
+from memories.embeddings import embedders
+from memories.embeddings.embedders import get_embedder
 from tests.celery_support import redis_url
 
 SHARED_REDIS = redis_url(7)  # the Celery worker tests' database: this one only connects

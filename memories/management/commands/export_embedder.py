@@ -5,7 +5,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from memories.embedders import export_local_model, local_model_exporter
+from memories.embeddings.embedders import export_local_model, local_model_exporter
 
 
 class Command(BaseCommand):

