@@ -173,8 +173,8 @@ def setup_main(argv: list[str]) -> None:
     from bench import dj
 
     dj.setup(args.database_url)
-    from memories.accounts import external_user_create
-    from memories.api_keys import api_key_create
+    from memories.accounts.keys import api_key_create
+    from memories.accounts.users import external_user_create
 
     importer = external_user_create(external_id=IMPORTER)
     _, key = api_key_create(name="bench fair writes", scopes=["read", "write"])

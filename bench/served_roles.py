@@ -27,8 +27,8 @@ def setup_main(argv: list[str]) -> None:
 
     from bench import bulk
     from bench.synthetic import embedded_corpus
-    from memories.accounts import external_user_create
-    from memories.api_keys import api_key_create
+    from memories.accounts.keys import api_key_create
+    from memories.accounts.users import external_user_create
     from memories.embeddings.embedders import get_embedder
 
     embedder = get_embedder()

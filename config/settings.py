@@ -324,7 +324,7 @@ EXTRACTION_THROTTLE_RATE = env.rate("EXTRACTION_THROTTLE_RATE", default="30/minu
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
-        "memories.api.authentication.ApiKeyAuthentication",
+        "memories.accounts.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [

@@ -3,7 +3,8 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 
 from memories import services
-from memories.api_keys import api_key_create, api_key_revoke, default_tenant
+from memories.accounts.keys import api_key_create, api_key_revoke
+from memories.accounts.tenants import default_tenant
 from memories.models import (
     ApiKey,
     ApiKeyScope,

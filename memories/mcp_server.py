@@ -5,7 +5,7 @@ schemas and tools/call runs the registry's validation and services.
 Two transports (manage.py mcp_server):
 - stdio acts as one user, with every scope, in the context given on the command line.
 - Streamable HTTP serves `/mcp`, stateless. Every HTTP request is authenticated as the REST
-  API authenticates (memories.api_keys.principal_for: `Authorization: Bearer <key>` with
+  API authenticates (memories.accounts.keys.principal_for: `Authorization: Bearer <key>` with
   `X-User-Id`, or `Token <token>`), and each call needs the tool's key scope. The query
   parameters topic_id, project_id, persona_id and work_session_id of the URL give the call's
   context, as they do on POST /api/tools/{name}.
@@ -44,11 +44,11 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memories.accounts.keys import Principal, Unauthenticated, principal_for, principal_writing
 from memories.api.errors import error_body, exception_handler
 from memories.api.middleware import disallowed_host_error
 from memories.api.parsers import holds_lone_surrogate
 from memories.api.serializers import RecallContextSerializer
-from memories.api_keys import Principal, Unauthenticated, principal_for, principal_writing
 from memories.errors import NotFound, ServiceError
 from memories.models import ApiKeyScope
 from memories.startup import prepare_serving_process

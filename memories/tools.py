@@ -23,9 +23,9 @@ from django.conf import settings
 from rest_framework.utils.encoders import JSONEncoder
 
 from memories import saving, selectors, services
+from memories.accounts.keys import Principal
 from memories.api.parsers import LONE_SURROGATE, holds_lone_surrogate
 from memories.api.serializers import MemorySerializer, RecallResultSerializer
-from memories.api_keys import Principal
 from memories.errors import Forbidden, InvalidInput, NotFound
 from memories.models import (
     SCOPE_CARRIERS,

@@ -4,7 +4,7 @@ from django.core.cache import cache
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from memories.api_keys import api_key_create
+from memories.accounts.keys import api_key_create
 from memories.models import User
 
 # Fixtures through which a test reaches the test database.
@@ -60,7 +60,7 @@ def make_user(username: str, *, is_staff: bool = False) -> User:
 def end_user(user: User, external_id: str | None = None) -> User:
     """Make a user an end user of the default tenant (as a key's X-User-Id creates them), so
     the default tenant's review keys administer it."""
-    from memories.api_keys import default_tenant
+    from memories.accounts.tenants import default_tenant
 
     user.external_id = external_id or user.external_id or user.username
     user.tenant = default_tenant()

@@ -13,7 +13,7 @@ from bench.embedded_server import (
     percentiles,
     set_up,
 )
-from memories.api_keys import api_key_create
+from memories.accounts.keys import api_key_create
 
 RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
 

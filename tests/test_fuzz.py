@@ -37,7 +37,7 @@ from django.core.wsgi import get_wsgi_application
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-from memories.api_keys import api_key_create
+from memories.accounts.keys import api_key_create
 from memories.models import User
 from tests.fuzz_corpus import Client, corpus, encode, routes_from_schema
 from tests.schema_fuzz import FuzzReport, fuzz, fuzz_stateful

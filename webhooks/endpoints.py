@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.errors import InvalidInput, NotFound
 from memories.models import Tenant, User
 from webhooks.events import deliveries_send_on_commit, endpoints_changed

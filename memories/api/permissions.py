@@ -3,7 +3,7 @@ or session has every scope; what the user may then do is the services' business.
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from memories.api_keys import Principal
+from memories.accounts.keys import Principal
 from memories.errors import Forbidden
 from memories.models import ApiKeyScope
 

@@ -2,15 +2,15 @@
 user, so a service key can be used from Swagger UI (Authorize with the key, then the user's id
 in the operation's X-User-Id field).
 
-Which operations follows the rule memories.api.authentication applies: the header is read by
+Which operations follows the rule memories.accounts.authentication applies: the header is read by
 ApiKeyAuthentication, except on views that set `key_acts_as_itself` (the review and user
 administration endpoints act as the key's own account)."""
 
 from drf_spectacular.utils import OpenApiParameter
 
-from memories.api.authentication import ApiKeyAuthentication
+from memories.accounts.authentication import ApiKeyAuthentication
+from memories.accounts.keys import EXTERNAL_ID_MAX_LENGTH
 from memories.api.schema import ErrorsAutoSchema
-from memories.api_keys import EXTERNAL_ID_MAX_LENGTH
 
 USER_HEADER = "X-User-Id"
 

@@ -7,11 +7,11 @@ from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories import accounts
+from memories.accounts import users as end_users
+from memories.accounts.keys import validate_external_id
 from memories.api.fields import StrictInputMixin
 from memories.api.inputs import parse_uuid, validated
 from memories.api.permissions import KeyHasScope
-from memories.api_keys import validate_external_id
 from memories.errors import InvalidInput
 from memories.models import ApiKeyScope, User
 
@@ -65,14 +65,14 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # the OpenAPI schema has no caller
             return User.objects.none()
-        queryset = accounts.users_with_counts(actor=self.request.user)
+        queryset = end_users.users_with_counts(actor=self.request.user)
         external_id = self.request.query_params.get("external_id")
         if external_id is not None:
             queryset = queryset.filter(external_id=validate_external_id_param(external_id))
         return queryset
 
     def get_object(self):
-        return accounts.user_get(
+        return end_users.user_get(
             user_id=parse_uuid(self.kwargs["pk"], what="user"), actor=self.request.user
         )
 
@@ -80,11 +80,11 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
     def create(self, request):
         data = validated(UserCreateSerializer, request)
         # A key's end users are of its tenant; a local staff login's, of the default tenant.
-        user = accounts.external_user_create(
+        user = end_users.external_user_create(
             external_id=data["external_id"], tenant=request.user.tenant
         )
         return Response(
-            UserSerializer(accounts.user_get(user_id=user.id, actor=request.user)).data,
+            UserSerializer(end_users.user_get(user_id=user.id, actor=request.user)).data,
             status=status.HTTP_201_CREATED,
         )
 
@@ -92,10 +92,10 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
     def destroy(self, request, pk=None):
         # A user whose erasure was stopped half-way is hidden from GET, but DELETE finds
         # them and finishes it (204), so a client that retries a failed DELETE is done.
-        user = accounts.erasable_user_get(
+        user = end_users.erasable_user_get(
             user_id=parse_uuid(self.kwargs["pk"], what="user"), actor=request.user
         )
-        accounts.user_erase(user=user)
+        end_users.user_erase(user=user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -113,5 +113,5 @@ class MeEraseView(APIView):
     @extend_schema(request=EraseSerializer, responses={204: None})
     def post(self, request):
         data = validated(EraseSerializer, request)
-        accounts.self_erase(user=request.user, confirm=data["confirm"])
+        end_users.self_erase(user=request.user, confirm=data["confirm"])
         return Response(status=status.HTTP_204_NO_CONTENT)

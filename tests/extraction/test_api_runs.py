@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from extraction import services
 from extraction.models import ExtractionRun, RunStatus
 from extraction.tasks import extract_topic_task
-from memories.api_keys import api_key_create
+from memories.accounts.keys import api_key_create
 from memories.erasure import user_erase
 from memories.models import Memory, Status, Topic
 from tests.extraction.helpers import (

@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 
 from memories import services
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.models import Persona, Project, Scope, Source, Status, User
 from tests.memories.helpers import make_memory, make_pending
 

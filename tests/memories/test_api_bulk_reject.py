@@ -6,7 +6,7 @@ import uuid
 import pytest
 
 from memories import services
-from memories.api_keys import api_key_create
+from memories.accounts.keys import api_key_create
 from memories.embeddings.embedders import embed_one
 from memories.models import ApiKey, Memory, MemoryRevision, Status
 from memories.recall.vector_store import get_vector_store, partition_of

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.models import Message, Persona, Project, Topic, WorkSession, WorkSessionMessage
 from tests.memories.helpers import assert_error
 

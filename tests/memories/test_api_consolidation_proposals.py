@@ -12,7 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from memories import services
-from memories.api_keys import api_key_create
+from memories.accounts.keys import api_key_create
 from memories.consolidation import consolidation_scan
 from memories.models import ConsolidationProposal, Memory, MemoryRevision, ProposalStatus, Status
 from tests.conftest import end_user, make_user

@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Project
 from tests.memories.helpers import NOTHING_STORED, assert_error, stored_rows
 

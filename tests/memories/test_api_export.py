@@ -7,8 +7,8 @@ from django.db import connection
 from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 
+from memories.accounts.tenants import default_tenant
 from memories.api.serializers import MemorySerializer
-from memories.api_keys import default_tenant
 from memories.models import Memory, Persona, Scope, Status
 from tests.conftest import key_client, new_key
 from tests.memories.helpers import assert_error, bulk_memories, make_memory, make_pending

@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memories import services
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.embeddings.embedders import embed_one
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Scope, Status
 from memories.portability import import_lines, importing

@@ -9,7 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from memories.api_keys import default_tenant, principal_for, tenant_get_or_create
+from memories.accounts.keys import principal_for
+from memories.accounts.tenants import default_tenant, tenant_get_or_create
 from memories.models import ApiKey, Memory, Persona, Scope, User
 from tests.conftest import end_user, key_client, new_key
 from tests.memories.helpers import assert_error, make_memory, make_pending

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.models import Memory, Persona, Project, Scope, Source, Status
 from tests.memories.helpers import assert_error, bulk_memories, make_memory, make_pending
 

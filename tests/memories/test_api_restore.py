@@ -2,7 +2,7 @@
 
 import pytest
 
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.embeddings.embedders import embed_one
 from memories.models import Memory, MemoryEmbedding, MemoryRevision, Persona, Scope
 from memories.recall.vector_store import get_vector_store, partition_of

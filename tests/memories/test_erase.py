@@ -11,7 +11,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from memories import erasure
-from memories.api_keys import api_key_create, default_tenant, tenant_get_or_create
+from memories.accounts.keys import api_key_create
+from memories.accounts.tenants import default_tenant, tenant_get_or_create
 from memories.models import ApiKey, Memory, Persona, Scope, User
 from memories.tasks import finish_erasures_task
 from tests.conftest import client_for, end_user

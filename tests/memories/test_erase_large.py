@@ -13,7 +13,7 @@ import requests
 from django.db import connection
 
 from bench.bulk import load
-from memories.api_keys import api_key_create
+from memories.accounts.keys import api_key_create
 from memories.embeddings.embedders import get_embedder
 from memories.models import KeywordPosting, Memory, MemoryEmbedding, User
 from memories.recall.vector_store.partition_indexes import partition_indexes_sync

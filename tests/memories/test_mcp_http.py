@@ -9,7 +9,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from memories import services
-from memories.api_keys import api_key_create, api_key_revoke
+from memories.accounts.keys import api_key_create, api_key_revoke
 from memories.models import Memory, Scope, Source, Status, User
 from memories.tools import TOOLS
 from tests.conftest import client_for, make_user

@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 from mcp import types
 
-from memories.api_keys import api_key_create
+from memories.accounts.keys import api_key_create
 from memories.mcp_server import _BodyTooLarge, _read_body
 from memories.models import Memory
 from tests.memories.mcp_support import call, http_server, over_http, result_body

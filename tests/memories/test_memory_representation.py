@@ -9,9 +9,9 @@ from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIRequestFactory
 
+from memories.accounts.tenants import default_tenant
 from memories.api.portability import MemoryExportSerializer
 from memories.api.serializers import MemorySerializer
-from memories.api_keys import default_tenant
 from memories.models import Memory, Persona, Scope, Status, Topic
 from tests.conftest import end_user
 

@@ -18,7 +18,8 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
 
 from memories import services, tools
-from memories.api_keys import api_key_create, tenant_get_or_create
+from memories.accounts.keys import api_key_create
+from memories.accounts.tenants import tenant_get_or_create
 from memories.models import (
     ConsolidationProposal,
     Memory,

@@ -7,7 +7,8 @@ import httpx
 import pytest
 
 from memories import services
-from memories.api_keys import api_key_create, tenant_get_or_create
+from memories.accounts.keys import api_key_create
+from memories.accounts.tenants import tenant_get_or_create
 from memories.models import Memory, Persona, Scope
 from tests.memories.mcp_support import (
     ACCEPT,

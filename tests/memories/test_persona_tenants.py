@@ -8,7 +8,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from memories import services
-from memories.api_keys import api_key_create, default_tenant, tenant_get_or_create
+from memories.accounts.keys import api_key_create
+from memories.accounts.tenants import default_tenant, tenant_get_or_create
 from memories.models import Memory, Persona, Scope, Tenant, Topic
 from tests.conftest import client_for, key_client, make_user
 from tests.memories.helpers import assert_error

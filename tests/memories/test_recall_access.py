@@ -5,7 +5,7 @@ import threading
 import pytest
 from django.db import connection
 
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.models import Memory, Persona, Scope
 from tests.conftest import client_for, make_user
 from tests.memories.helpers import make_memory

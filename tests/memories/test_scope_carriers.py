@@ -8,7 +8,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.migrations.loader import MigrationLoader
 
 from memories import services
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.carriers import owned_carriers, ownership_errors, scope_in_context
 from memories.errors import InvalidInput
 from memories.fact_keys import fact_group

@@ -6,7 +6,8 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from memories.api_keys import api_key_create, tenant_get_or_create
+from memories.accounts.keys import api_key_create
+from memories.accounts.tenants import tenant_get_or_create
 from memories.models import ApiKey, Memory, Status, Tenant, User
 from tests.conftest import client_for, key_client, make_user
 from tests.memories.helpers import assert_error, make_pending

@@ -6,7 +6,7 @@ import json
 import httpx
 import pytest
 
-from memories.api_keys import api_key_create
+from memories.accounts.keys import api_key_create
 from memories.models import Memory
 from tests.conftest import make_user
 from tests.memories.helpers import assert_error

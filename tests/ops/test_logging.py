@@ -256,7 +256,7 @@ def test_the_webhook_sweep_logs_nothing_when_nothing_is_due_and_its_count_when_s
 
         # Something to send: the sweep's line says how many (the delivery itself is refused:
         # the target is a private address and WEBHOOK_ALLOW_PRIVATE is off).
-        from memories.api_keys import default_tenant
+        from memories.accounts.tenants import default_tenant
 
         endpoint = WebhookEndpoint.objects.create(
             tenant=default_tenant(), url="http://127.0.0.1:9/hooks", events=[], secret="whsec_MA=="

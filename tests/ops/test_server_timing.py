@@ -4,8 +4,8 @@ key says how long each stage took and how long Django spent in all; off, nothing
 import pytest
 from rest_framework.test import APIClient
 
-from memories.accounts import external_user_create
-from memories.api_keys import api_key_create
+from memories.accounts.keys import api_key_create
+from memories.accounts.users import external_user_create
 from ops import timing
 from tests.memories.helpers import make_memory
 

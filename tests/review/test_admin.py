@@ -4,7 +4,7 @@ through the services, and each memory's revision history."""
 import pytest
 
 from memories import services
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.models import Memory, MemoryRevision, Persona, RevisionAction, Scope, Source, Status
 from tests.memories.helpers import make_memory, make_pending
 from tests.review.html import page_of

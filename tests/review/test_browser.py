@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from extraction.models import ExtractionRun, RunStatus, SourceKind
 from memories import services
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.models import (
     Memory,
     MemoryRevision,

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from extraction.models import ExtractionRun, RunStatus, SourceKind
 from memories import services
-from memories.api_keys import api_key_create, default_tenant, tenant_get_or_create
+from memories.accounts.keys import api_key_create
+from memories.accounts.tenants import default_tenant, tenant_get_or_create
 from memories.models import (
     Memory,
     MemoryRevision,

@@ -4,7 +4,7 @@ attempts inline, and the replay action."""
 import pytest
 from django.test import Client
 
-from memories.api_keys import default_tenant
+from memories.accounts.tenants import default_tenant
 from memories.models import User
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 

@@ -3,7 +3,7 @@
 import pytest
 from standardwebhooks import Webhook
 
-from memories.api_keys import tenant_get_or_create
+from memories.accounts.tenants import tenant_get_or_create
 from tests.conftest import key_client, new_key
 from tests.webhooks.conftest import register
 from webhooks.models import WebhookEndpoint

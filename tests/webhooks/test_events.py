@@ -10,7 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories import consolidation, services
-from memories.api_keys import default_tenant, tenant_get_or_create
+from memories.accounts.tenants import default_tenant, tenant_get_or_create
 from memories.models import Memory, Scope, Status, User
 from tests.conftest import key_client, make_user, new_key
 from tests.extraction.helpers import extract, new_topic, post

@@ -2,7 +2,8 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memories.api_keys import api_key_create, tenant_get_or_create
+from memories.accounts.keys import api_key_create
+from memories.accounts.tenants import tenant_get_or_create
 from memories.errors import ServiceError
 
 

@@ -6,8 +6,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from memories.accounts.keys import Principal, external_user_get_or_create
+from memories.accounts.tenants import tenant_get_or_create
 from memories.api.serializers import RecallContextSerializer
-from memories.api_keys import Principal, external_user_get_or_create, tenant_get_or_create
 from memories.errors import ServiceError
 from memories.mcp_server import Caller, serve_http, serve_stdio
 from memories.models import User

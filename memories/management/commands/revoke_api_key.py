@@ -4,7 +4,7 @@ from uuid import UUID
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memories.api_keys import api_key_revoke
+from memories.accounts.keys import api_key_revoke
 from memories.models import ApiKey
 
 

@@ -1,11 +1,11 @@
 """DRF authentication for service keys: `Authorization: Bearer <key>` plus `X-User-Id`.
-The rules live in memories.api_keys; this adapts them to DRF's interface."""
+The rules live in memories.accounts.keys; this adapts them to DRF's interface."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
+from memories.accounts.keys import Unauthenticated, principal_for
 from memories.api.permissions import required_scope
-from memories.api_keys import Unauthenticated, principal_for
 from memories.errors import ServiceError
 from memories.models import ApiKeyScope
 from ops import timing
@@ -24,7 +24,7 @@ class ApiKeyRequestError(exceptions.APIException):
 def only_reads(request, view) -> bool:
     """Whether the request needs no more than the read scope: GET and HEAD, and the POSTs
     that read (search, the hint, the read tools). Such a request never creates its end user
-    (memories.api_keys.principal_for): a GET after an erasure must not bring the user back."""
+    (memories.accounts.keys.principal_for): a GET after an erasure must not bring the user back."""
     return required_scope(request, view) == ApiKeyScope.READ
 
 
@@ -57,7 +57,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
     """The key in the OpenAPI schema: a bearer token; X-User-Id names the end user."""
 
-    target_class = "memories.api.authentication.ApiKeyAuthentication"
+    target_class = "memories.accounts.authentication.ApiKeyAuthentication"
     name = "ApiKey"
 
     def get_security_definition(self, auto_schema):

@@ -3,7 +3,8 @@ erase them (the erasure itself: memories.erasure)."""
 
 from django.db.models import Count, Q, QuerySet
 
-from memories.api_keys import default_tenant, external_user_get_or_create, validate_external_id
+from memories.accounts.keys import external_user_get_or_create, validate_external_id
+from memories.accounts.tenants import default_tenant
 from memories.erasure import user_erase
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.models import Status, Tenant, User

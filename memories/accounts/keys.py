@@ -2,7 +2,7 @@
 
 A product backend holds one key and names, per request, the end user it acts for
 (`X-User-Id: <its own id for that user>`); that user is created here on first use. The REST
-API (memories.api.authentication) and the MCP server over HTTP both authenticate through
+API (memories.accounts.authentication) and the MCP server over HTTP both authenticate through
 `principal_for`, so the two cannot disagree on who a request is.
 """
 
@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from memories.accounts.tenants import default_tenant
 from memories.errors import InvalidInput, NotFound, ServiceError
 from memories.models import DEFAULT_TENANT_SLUG, ApiKey, ApiKeyScope, Tenant, User
 from memories.rows import columns, reader
@@ -67,32 +68,6 @@ def parse_scopes(scopes: Iterable[str]) -> list[str]:
     if not given:
         raise InvalidInput("Give at least one scope: read, write or review.", field="scopes")
     return [scope for scope in ApiKeyScope.values if scope in given]
-
-
-def default_tenant() -> Tenant:
-    """The tenant of an installation serving one product (made by a migration)."""
-    tenant, _ = Tenant.objects.get_or_create(slug=DEFAULT_TENANT_SLUG)
-    return tenant
-
-
-def tenant_get_or_create(*, slug: str) -> Tenant:
-    """The tenant with this slug, created when missing. Raises InvalidInput naming tenant."""
-    slug = slug.strip()
-    if (
-        not slug
-        or len(slug) > 50
-        or not slug.isascii()
-        or not slug.replace("-", "").replace("_", "").isalnum()
-    ):
-        raise InvalidInput(
-            "A tenant slug is 1 to 50 letters, digits, hyphens or underscores.", field="tenant"
-        )
-    try:
-        with transaction.atomic():
-            tenant, _ = Tenant.objects.get_or_create(slug=slug)
-    except IntegrityError:  # created by a concurrent call meanwhile
-        tenant = Tenant.objects.get(slug=slug)
-    return tenant
 
 
 @transaction.atomic
