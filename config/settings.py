@@ -174,7 +174,7 @@ MIDDLEWARE = [
     # Outermost: the request id, metrics and request log line cover every answer below.
     "ops.middleware.RequestObservationMiddleware",
     # Next, so that it also sees the errors other middleware answer (a disallowed Host).
-    "memories.api.middleware.ApiJsonErrorsMiddleware",
+    "rest.middleware.ApiJsonErrorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -329,14 +329,14 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "rest_framework.permissions.IsAuthenticated",
-        "memories.api.permissions.KeyHasScope",
+        "rest.permissions.KeyHasScope",
     ],
-    "DEFAULT_RENDERER_CLASSES": ["memories.api.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["memories.api.parsers.SafeJSONParser"],
-    "DEFAULT_PAGINATION_CLASS": "memories.api.pagination.DataPagination",
+    "DEFAULT_RENDERER_CLASSES": ["rest.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest.parsers.SafeJSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "rest.pagination.DataPagination",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "memories.api.schema_user_header.UserHeaderAutoSchema",
-    "EXCEPTION_HANDLER": "memories.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "rest.errors.exception_handler",
     # Per-user rates of the views that name a throttle_scope, counted in the default cache.
     "DEFAULT_THROTTLE_RATES": {"extraction": EXTRACTION_THROTTLE_RATE},
 }

@@ -20,8 +20,8 @@ from django.conf import settings  # noqa: E402
 
 from config.embedded import embedded_start  # noqa: E402
 from config.mcp_mount import McpMount  # noqa: E402
+from config.serving import prepare_serving_process  # noqa: E402
 from config.unread_body import CloseWhenBodyUnread  # noqa: E402
-from memories.startup import prepare_serving_process  # noqa: E402
 
 prepare_serving_process()
 embedded_start()

@@ -12,10 +12,10 @@ from rest_framework.views import APIView
 
 from extraction import runs, selectors
 from extraction.models import ExtractionRun, RunStatus, SourceKind
-from extraction.serializers import ExtractionRunSerializer, run_error, run_skip_reason
+from extraction.representations import ExtractionRunSerializer, run_error, run_skip_reason
 from memories import selectors as memory_selectors
-from memories.api.inputs import parse_uuid
 from memories.models import ApiKeyScope
+from rest.inputs import parse_uuid
 
 
 class ExtractionAcceptedSerializer(serializers.Serializer):

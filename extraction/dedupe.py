@@ -5,8 +5,7 @@ active and pending memories in the same scope (partition)."""
 from dataclasses import dataclass
 from typing import Literal
 
-from memories.facts import normalise
-from memories.models import Memory
+from memories.models import Memory, normalise
 from memories.recall.words import STOP_WORDS
 
 

@@ -23,7 +23,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from extraction.models import ExtractionRun, ExtractionState, RunStatus, SourceKind
-from extraction.serializers import ExtractionRunSerializer
+from extraction.representations import ExtractionRunSerializer
 from memories.models import User
 from ops.metrics import count_extraction_run
 from webhooks.events import event_emit

@@ -30,7 +30,6 @@ from extraction.rules import extract_by_rules_cited
 from extraction.sources import ExtractionSource, extraction_enabled, source_activity
 from memories import services as memory_services
 from memories.embeddings.embedders import get_embedder
-from memories.facts import normalise
 from memories.models import (
     CarrierIds,
     Memory,
@@ -38,6 +37,7 @@ from memories.models import (
     Status,
     Topic,
     WorkSession,
+    normalise,
 )
 from memories.recall.vector_store import get_vector_store
 

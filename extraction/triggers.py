@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from extraction import policy, runs
 from extraction.models import ExtractionRun, ExtractionState, SourceKind
-from extraction.serializers import ExtractionRunSerializer, not_triggered
+from extraction.representations import ExtractionRunSerializer, not_triggered
 from extraction.sources import ExtractionSource, extraction_enabled, source_activity
 from memories.models import (
     MessageRole,

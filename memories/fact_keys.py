@@ -9,8 +9,7 @@ from uuid import UUID
 from django.db import connection
 from django.db.models import QuerySet
 
-from memories.facts import normalise
-from memories.models import CarrierIds, Memory, Status
+from memories.models import CarrierIds, Memory, Status, normalise
 
 
 class FactGroup(NamedTuple):

@@ -1,19 +1,12 @@
 """When is a write the same fact, and when does it replace one? Plain functions of texts and
 memories as the caller read them; the services lock and write (memories/saving.py)."""
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Literal, Protocol, TypeVar
 from uuid import UUID
 
-_NOT_WORD = re.compile(r"[^\w\s]|_")
-
-
-def normalise(text: str) -> str:
-    """A key or value as writes compare them: case folded, punctuation and underscores as
-    spaces, runs of spaces as one ("Preferred_Language" is "preferred language")."""
-    return " ".join(_NOT_WORD.sub(" ", text.casefold()).split())
+from memories.models import normalise
 
 
 class Held(Protocol):

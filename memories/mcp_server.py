@@ -45,13 +45,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memories.accounts.keys import Principal, Unauthenticated, principal_for, principal_writing
-from memories.api.errors import error_body, exception_handler
-from memories.api.middleware import disallowed_host_error
-from memories.api.parsers import holds_lone_surrogate
 from memories.api.serializers import RecallContextSerializer
 from memories.errors import NotFound, ServiceError
 from memories.models import ApiKeyScope
-from memories.startup import prepare_serving_process
 from memories.tools import (
     TOOLS,
     Tool,
@@ -62,6 +58,9 @@ from memories.tools import (
     tool_get,
 )
 from ops.health import readiness_answer
+from rest.errors import error_body, exception_handler
+from rest.middleware import disallowed_host_error
+from rest.parsers import holds_lone_surrogate
 
 logger = logging.getLogger(__name__)
 
@@ -446,7 +445,6 @@ def mcp_http_app(*, probes: bool = False) -> Starlette:
 
 
 def serve_http(*, host: str, port: int) -> None:
-    """Serve the streamable HTTP transport with uvicorn until interrupted, the model loaded
-    first (so /readyz is 200 once it listens)."""
-    prepare_serving_process()
+    """Serve the streamable HTTP transport with uvicorn until interrupted (the command loads
+    the model first: config.serving)."""
     uvicorn.run(mcp_http_app(probes=True), host=host, port=port, log_config=None)

@@ -15,7 +15,7 @@ logger = logging.getLogger(__name__)
 
 def check_embedder() -> None:
     """Ready once the local model answers in this process. Serving processes load it before
-    they listen (memories/startup.py); an entry point that did not is loaded by its first
+    they listen (config/serving.py); an entry point that did not is loaded by its first
     probe (a second or two) rather than reported unready until some search loads it."""
     if embedder_is_loaded():
         return

@@ -6,17 +6,16 @@ two cannot drift apart."""
 from django.conf import settings
 from rest_framework import serializers
 
-from memories.api.fields import (
-    AsOfField,
+from memories.api.fields import AsOfField, min_relevance_field
+from memories.carriers import SCOPE_ALIASES, scope_named
+from memories.models import Scope
+from rest.fields import (
     StrictBooleanField,
     StrictInputMixin,
     StrictUUIDField,
     UnitFloatField,
-    min_relevance_field,
     trimmed_char,
 )
-from memories.carriers import SCOPE_ALIASES, scope_named
-from memories.models import Scope
 
 RECALL_QUERY_MAX_LENGTH = 1000
 # A context query may be a whole message: products pass the user's message as it is, and

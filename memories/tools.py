@@ -24,8 +24,7 @@ from rest_framework.utils.encoders import JSONEncoder
 
 from memories import saving, selectors, services
 from memories.accounts.keys import Principal
-from memories.api.parsers import LONE_SURROGATE, holds_lone_surrogate
-from memories.api.serializers import MemorySerializer, RecallResultSerializer
+from memories.api.serializers import RecallResultSerializer
 from memories.errors import Forbidden, InvalidInput, NotFound
 from memories.models import (
     SCOPE_CARRIERS,
@@ -41,6 +40,7 @@ from memories.recall.hint import memory_hint
 from memories.recall.query import query_for_recall
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import recall_scopes
+from memories.representations import MemorySerializer
 from memories.tool_arguments import (
     MemoryContextArguments,
     MemoryForgetArguments,
@@ -49,6 +49,7 @@ from memories.tool_arguments import (
     ToolArguments,
     json_schema,
 )
+from rest.parsers import LONE_SURROGATE, holds_lone_surrogate
 
 # How a call names the carrier a memory_save scope needs.
 CONTEXT_FOR_CARRIER = {

@@ -7,7 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("memories", "extraction", "review", "ops", "config", "webhooks", "bench")
+PACKAGES = ("memories", "extraction", "review", "ops", "config", "webhooks", "rest", "bench")
 
 
 def module_files() -> dict[str, Path]:

@@ -11,10 +11,10 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 
-from memories.api.fields import StrictInputMixin
-from memories.api.inputs import caller, parse_uuid, validated
-from memories.api.permissions import KeyHasScope
 from memories.models import ApiKeyScope
+from rest.fields import StrictInputMixin
+from rest.inputs import caller, parse_uuid, validated
+from rest.permissions import KeyHasScope
 from webhooks import endpoints
 from webhooks.models import EventType, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 

@@ -18,9 +18,7 @@ from celery import current_app
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.utils import timezone
-from rest_framework import serializers
 
-from memories.api.serializers import MemorySerializer
 from memories.models import (
     DEFAULT_TENANT_SLUG,
     ConsolidationProposal,
@@ -31,6 +29,7 @@ from memories.models import (
     Tenant,
     User,
 )
+from memories.representations import ConsolidationProposalSerializer, MemorySerializer
 from webhooks.models import DELIVER_TASK, EventType, WebhookDelivery, WebhookEndpoint
 
 # A memory's revision action, and the event it is.
@@ -215,43 +214,15 @@ def memory_superseded(memory: Memory, superseded_ids: Sequence[UUID]) -> int:
     return memory_event(EventType.MEMORY_SUPERSEDED, memory, superseded_ids=superseded_ids)
 
 
-class ProposalEventSerializer(serializers.ModelSerializer):
-    """A consolidation proposal in proposal.created: the API's proposal object
-    (GET /api/admin/consolidation-proposals/{id}) with its memories' ids."""
-
-    user_id = serializers.UUIDField(read_only=True)
-    keep_id = serializers.UUIDField(read_only=True, allow_null=True)
-    memory_ids = serializers.SerializerMethodField()
-
-    class Meta:
-        model = ConsolidationProposal
-        fields = [
-            "id",
-            "kind",
-            "status",
-            "user_id",
-            "memory_ids",
-            "keep_id",
-            "key",
-            "value",
-            "similarity",
-            "reason",
-            "created_at",
-        ]
-        read_only_fields = fields
-
-    def get_memory_ids(self, proposal: ConsolidationProposal) -> list[str]:
-        return sorted(
-            str(memory_id) for memory_id in proposal.memories.values_list("id", flat=True)
-        )
-
-
 def consolidation_proposal_created(proposal: ConsolidationProposal) -> int:
     """proposal.created for a consolidation proposal (a merge or an archival)."""
     return event_emit(
         EventType.PROPOSAL_CREATED,
         user_id=proposal.user_id,
-        data=lambda: {"object": "consolidation_proposal", **ProposalEventSerializer(proposal).data},
+        data=lambda: {
+            "object": "consolidation_proposal",
+            **ConsolidationProposalSerializer(proposal).data,
+        },
     )
 
 

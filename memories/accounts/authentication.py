@@ -5,10 +5,10 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from memories.accounts.keys import Unauthenticated, principal_for
-from memories.api.permissions import required_scope
 from memories.errors import ServiceError
 from memories.models import ApiKeyScope
 from ops import timing
+from rest.permissions import required_scope
 
 
 class ApiKeyRequestError(exceptions.APIException):

@@ -7,13 +7,7 @@ from django.utils.module_loading import import_string
 from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
-from memories.api.fields import (
-    StrictInputMixin,
-    StrictUUIDField,
-    persona_ref,
-    project_ref,
-    trimmed_char,
-)
+from memories.api.fields import persona_ref, project_ref
 from memories.api.serializers import batch_item_field, validated_items
 from memories.models import (
     Message,
@@ -25,6 +19,7 @@ from memories.models import (
     WorkSession,
     WorkSessionMessage,
 )
+from rest.fields import StrictInputMixin, StrictUUIDField, trimmed_char
 
 
 class CallerTenantField(serializers.SlugRelatedField):
@@ -146,7 +141,7 @@ def _extraction_variants() -> list:
     # extraction.
     return [
         ExtractionNotTriggeredSerializer,
-        import_string("extraction.serializers.ExtractionRunSerializer"),
+        import_string("extraction.representations.ExtractionRunSerializer"),
     ]
 
 

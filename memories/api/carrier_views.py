@@ -24,7 +24,6 @@ from memories.api.carrier_serializers import (
     extraction_report_field,
     message_posted_serializer,
 )
-from memories.api.inputs import parse_uuid, validated
 from memories.errors import NotFound
 from memories.models import (
     ApiKeyScope,
@@ -34,6 +33,7 @@ from memories.models import (
     Topic,
     WorkSession,
 )
+from rest.inputs import parse_uuid, validated
 
 
 class OwnedViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):

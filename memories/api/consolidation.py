@@ -10,10 +10,6 @@ from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 
 from memories import consolidation
-from memories.api.fields import StrictInputMixin, trimmed_char
-from memories.api.inputs import parse_uuid, validated
-from memories.api.permissions import KeyHasScope
-from memories.api.serializers import MemorySerializer
 from memories.models import (
     ApiKeyScope,
     ConsolidationProposal,
@@ -21,42 +17,10 @@ from memories.models import (
     ProposalStatus,
     RevisionAction,
 )
-
-
-class ConsolidationProposalSerializer(serializers.ModelSerializer):
-    user_id = serializers.UUIDField(read_only=True)
-    memories = MemorySerializer(many=True, read_only=True)
-    keep_id = serializers.UUIDField(
-        read_only=True,
-        allow_null=True,
-        help_text="merge: the memory that keeps its id and takes key and value; the others "
-        "are archived.",
-    )
-    key = serializers.CharField(read_only=True, help_text="merge: the merged key ('' else).")
-    value = serializers.CharField(read_only=True, help_text="merge: the merged value ('' else).")
-    decided_by_id = serializers.UUIDField(
-        read_only=True, allow_null=True, help_text="Null for a withdrawn proposal."
-    )
-
-    class Meta:
-        model = ConsolidationProposal
-        fields = [
-            "id",
-            "kind",
-            "status",
-            "user_id",
-            "memories",
-            "keep_id",
-            "key",
-            "value",
-            "similarity",
-            "reason",
-            "created_at",
-            "decided_at",
-            "decided_by_id",
-            "decision_note",
-        ]
-        read_only_fields = fields
+from memories.representations import ConsolidationProposalSerializer
+from rest.fields import StrictInputMixin, trimmed_char
+from rest.inputs import parse_uuid, validated
+from rest.permissions import KeyHasScope
 
 
 class ProposalApproveSerializer(StrictInputMixin, serializers.Serializer):

@@ -20,22 +20,22 @@ from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from memories import services
-from memories.api.fields import (
+from memories.api.fields import ScopeField
+from memories.carriers import carrier_errors
+from memories.errors import ServiceError
+from memories.models import Scope, Source, Status
+from memories.portability import exporting, importing, ndjson
+from memories.representations import MemorySerializer
+from rest.fields import (
     PastDateTimeField,
-    ScopeField,
     StrictInputMixin,
     StrictUUIDField,
     UnitFloatField,
     trimmed_char,
 )
-from memories.api.inputs import parse_uuid, validated
-from memories.api.parsers import holds_lone_surrogate
-from memories.api.request_body import DechunkedInput, is_dechunked
-from memories.api.serializers import MemorySerializer
-from memories.carriers import carrier_errors
-from memories.errors import ServiceError
-from memories.models import Scope, Source, Status
-from memories.portability import exporting, importing, ndjson
+from rest.inputs import parse_uuid, validated
+from rest.parsers import holds_lone_surrogate
+from rest.request_body import DechunkedInput, is_dechunked
 
 NDJSON = "application/x-ndjson"
 

@@ -16,7 +16,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memories.api.renderers import JSONRenderer
+from rest.renderers import JSONRenderer
 
 # MCP is mounted beside Django, at this path under the same script prefix (config/wsgi.py,
 # memories/mcp_server.py), so it has no URL name to reverse.

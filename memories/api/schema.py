@@ -1,6 +1,6 @@
 """The OpenAPI schema's error answers. One AutoSchema (REST_FRAMEWORK DEFAULT_SCHEMA_CLASS)
 adds to every operation the errors it can give, each as the one `Error` shape of
-memories.api.errors: which ones follows from the operation's method, path, permissions and
+rest.errors: which ones follows from the operation's method, path, permissions and
 throttles, plus two short tables below (operations that can conflict, operations that embed)."""
 
 from drf_spectacular.openapi import AutoSchema
@@ -10,7 +10,7 @@ from rest_framework.permissions import AllowAny
 
 
 class ErrorSerializer(serializers.Serializer):
-    """{"code", "detail", "fields"}: the body of every API error (memories.api.errors)."""
+    """{"code", "detail", "fields"}: the body of every API error (rest.errors)."""
 
     code = serializers.CharField(help_text="Stable code: invalid, not_found, throttled, …")
     detail = serializers.CharField(help_text="One readable sentence saying how to fix it.")

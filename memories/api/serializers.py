@@ -7,19 +7,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.api.fields import (
-    PastDateTimeField,
     ScopeField,
-    StrictBooleanField,
-    StrictInputMixin,
-    StrictUUIDField,
-    UnitFloatField,
     as_of_field,
-    external_user_id,
     min_relevance_field,
     persona_ref,
     project_ref,
     topic_ref,
-    trimmed_char,
     work_session_ref,
 )
 from memories.carriers import carrier_errors, scope_named
@@ -29,86 +22,15 @@ from memories.models import (
     Scope,
     Status,
 )
-
-# Serializer class -> its readable fields, built once (see MemorySerializer.to_representation).
-_fields_by_class: dict[type, list] = {}
-
-
-def _readable_fields_of(serializer_class: type) -> list:
-    """(name, field) of each field a serializer class outputs, built once per class (a
-    race builds it twice; either list is right)."""
-    fields = _fields_by_class.get(serializer_class)
-    if fields is None:
-        fields = [(field.field_name, field) for field in serializer_class()._readable_fields]
-        _fields_by_class[serializer_class] = fields
-    return fields
-
-
-class MemorySerializer(serializers.ModelSerializer):
-    owner_id = serializers.UUIDField(read_only=True, allow_null=True)
-    user_id = serializers.UUIDField(source="persona_user_id", read_only=True, allow_null=True)
-    external_user_id = serializers.SerializerMethodField()
-    source_topic_id = serializers.UUIDField(
-        read_only=True, allow_null=True, help_text="The conversation it was extracted from."
-    )
-    source_work_session_id = serializers.UUIDField(
-        read_only=True, allow_null=True, help_text="The work session it was extracted from."
-    )
-    source_message_ids = serializers.ListField(
-        child=serializers.IntegerField(),
-        read_only=True,
-        help_text="Ids of the source's messages that say it (empty when none was cited).",
-    )
-
-    class Meta:
-        model = Memory
-        fields = [
-            "id",
-            "scope",
-            "owner_id",
-            "user_id",
-            "external_user_id",
-            "persona_id",
-            "project_id",
-            "topic_id",
-            "key",
-            "value",
-            "category",
-            "source",
-            "source_channel_id",
-            "source_topic_id",
-            "source_work_session_id",
-            "source_message_ids",
-            "importance",
-            "confidence",
-            "status",
-            "supersedes_id",
-            "superseded_by_id",
-            "valid_from",
-            "valid_until",
-            "access_count",
-            "last_accessed_at",
-            "created_at",
-            "updated_at",
-        ]
-        read_only_fields = fields
-
-    def get_external_user_id(self, memory: Memory) -> str | None:
-        return external_user_id(memory, self.context.get("request"))
-
-    def to_representation(self, memory):
-        # DRF builds a ModelSerializer's fields anew for every serializer (~0.5 ms, each
-        # response) and walks them through generic checks for every item; the fields of a
-        # class are built once here instead and read straight. Only the method fields need
-        # this serializer (its context); the others are the same for every request.
-        data = {}
-        for name, field in _readable_fields_of(type(self)):
-            if isinstance(field, serializers.SerializerMethodField):
-                data[name] = getattr(self, field.method_name)(memory)
-                continue
-            value = field.get_attribute(memory)
-            data[name] = None if value is None else field.to_representation(value)
-        return data
+from memories.representations import MemorySerializer
+from rest.fields import (
+    PastDateTimeField,
+    StrictBooleanField,
+    StrictInputMixin,
+    StrictUUIDField,
+    UnitFloatField,
+    trimmed_char,
+)
 
 
 class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):

@@ -9,21 +9,12 @@ from rest_framework.views import APIView
 
 from memories.accounts import users as end_users
 from memories.accounts.keys import validate_external_id
-from memories.api.fields import StrictInputMixin
-from memories.api.inputs import parse_uuid, validated
-from memories.api.permissions import KeyHasScope
 from memories.errors import InvalidInput
 from memories.models import ApiKeyScope, User
-
-
-class UserSerializer(serializers.ModelSerializer):
-    active = serializers.IntegerField(read_only=True, help_text="Live active memories.")
-    pending = serializers.IntegerField(read_only=True, help_text="Memories pending review.")
-
-    class Meta:
-        model = User
-        fields = ["id", "username", "external_id", "is_staff", "date_joined", "active", "pending"]
-        read_only_fields = fields
+from memories.representations import UserSerializer
+from rest.fields import StrictInputMixin
+from rest.inputs import parse_uuid, validated
+from rest.permissions import KeyHasScope
 
 
 class UserCreateSerializer(StrictInputMixin, serializers.Serializer):

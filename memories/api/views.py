@@ -1,5 +1,5 @@
 """The REST contract, as docs/api.md lists it. Each view validates, calls one service or
-selector, and serialises; errors are raised and shaped by memories.api.errors."""
+selector, and serialises; errors are raised and shaped by rest.errors."""
 
 from django.conf import settings
 from django.contrib.auth import authenticate
@@ -19,8 +19,6 @@ from rest_framework.views import APIView
 
 from memories import saving, selectors, services, tools
 from memories.api.filters import MemoryFilter
-from memories.api.inputs import caller, parse_uuid, validated
-from memories.api.permissions import KeyHasScope
 from memories.api.schema import tool_arguments_schema
 from memories.api.serializers import (
     ApprovedCountSerializer,
@@ -31,7 +29,6 @@ from memories.api.serializers import (
     ForgottenSerializer,
     MemoryBatchCreateSerializer,
     MemoryCreateSerializer,
-    MemorySerializer,
     MemoryUpdateSerializer,
     RecallContextSerializer,
     RecallResultSerializer,
@@ -55,7 +52,10 @@ from memories.recall.hint import memory_hint
 from memories.recall.query import query_for_recall
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import recall_scopes
+from memories.representations import MemorySerializer
 from ops import timing
+from rest.inputs import caller, parse_uuid, validated
+from rest.permissions import KeyHasScope
 
 
 def scopes_for(request, data: dict):

@@ -14,7 +14,7 @@ BATCH = 2000
 
 
 def fill(apps, schema_editor):
-    from memories.facts import normalise
+    from memories.models.memory import normalise
 
     Memory = apps.get_model("memories", "Memory")
     MemoryRevision = apps.get_model("memories", "MemoryRevision")

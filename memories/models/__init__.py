@@ -42,6 +42,7 @@ from memories.models.memory import (
     Scope,
     Source,
     Status,
+    normalise,
     scope_carriers_condition,
 )
 from memories.models.proposals import (
@@ -71,6 +72,7 @@ __all__ = [
     "SCOPE_CARRIERS",
     "CarrierIds",
     "scope_carriers_condition",
+    "normalise",
     "NormalisedKeyField",
     "Memory",
     "MemoryEmbedding",

@@ -2,6 +2,7 @@
 
 import functools
 import operator
+import re
 import uuid
 from typing import NamedTuple
 
@@ -11,7 +12,6 @@ from django.db.models import Q
 from django.utils import timezone
 from pgvector.django import VectorField
 
-from memories.facts import normalise
 from memories.models.carriers import Persona, Project, Topic, WorkSession
 
 
@@ -94,8 +94,18 @@ def scope_carriers_condition() -> Q:
     )
 
 
+_NOT_WORD = re.compile(r"[^\w\s]|_")
+
+
+def normalise(text: str) -> str:
+    """A key or value as writes compare them, and the key as the record keeps it
+    (key_normalised): case folded, punctuation and underscores as spaces, runs of spaces as
+    one ("Preferred_Language" is "preferred language")."""
+    return " ".join(_NOT_WORD.sub(" ", text.casefold()).split())
+
+
 class NormalisedKeyField(models.CharField):
-    """The memory's key as facts.normalise gives it, computed whenever the row is saved or
+    """The memory's key as normalise gives it, computed whenever the row is saved or
     bulk-created (a raw save, as import's, sets it itself)."""
 
     def pre_save(self, model_instance, add):
@@ -139,7 +149,7 @@ class Memory(models.Model):
         related_name="+",
         db_constraint=False,
     )
-    # The key as writes compare it (facts.normalise): a key names one fact of a scope.
+    # The key as writes compare it (memories.models.normalise): a key names one fact of a scope.
     key_normalised = NormalisedKeyField(max_length=settings.MEMORY_KEY_MAX_LENGTH, editable=False)
     # When the fact became current, and when it stopped being current (null while it is;
     # set when it was superseded or archived). A pending memory becomes current when approved.

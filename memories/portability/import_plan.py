@@ -8,13 +8,13 @@ from uuid import UUID, uuid4
 
 from memories.carriers import owned_carriers
 from memories.fact_keys import FactGroup, current_in_scope
-from memories.facts import normalise
 from memories.models import (
     CarrierIds,
     Memory,
     Scope,
     Status,
     User,
+    normalise,
 )
 from memories.portability.import_lines import (
     CONTENT_FIELDS,
@@ -276,7 +276,7 @@ def _existing_by_id(lines: list[ImportLine], *, actor: User) -> tuple[dict, set]
 
 def existing_by_content(lines: list[ImportLine], *, actor: User) -> dict[bytes, list[Memory]]:
     """The caller's memories with the key and value of a line without id (as
-    facts.normalise compares them), by content; live ones first, then the oldest."""
+    memories.models.normalise compares them), by content; live ones first, then the oldest."""
     lines = [line for line in lines if line.id is None]
     if not lines:
         return {}

@@ -8,12 +8,12 @@ from django.utils import timezone
 
 from memories.embeddings.embedders import get_embedder
 from memories.fact_keys import lock_fact_keys
-from memories.facts import normalise
 from memories.models import (
     Memory,
     RevisionAction,
     Scope,
     User,
+    normalise,
 )
 from memories.portability.import_lines import (
     CONTENT_FIELDS,

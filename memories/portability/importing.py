@@ -3,8 +3,8 @@ memories, idempotently.
 
 Each line is matched to a memory of the caller: by `id` when the line has one (a missing id is
 created with that id, so importing the file again finds it), otherwise by scope, carriers, key
-and value, compared as writes compare them (facts.normalise), so a line never writes a second
-row for a fact. A matched memory is unchanged, or updated to what the line says
+and value, compared as writes compare them (memories.models.normalise), so a line never
+writes a second row for a fact. A matched memory is unchanged, or updated to what the line says
 (key, value, category, importance, confidence, status, deleted or not; a line matched without
 id keeps the memory's own spelling of key and value). A created line that is current takes
 its key: the caller's current memories holding the key in its scope before the import are

@@ -13,7 +13,6 @@ from memories.carriers import carrier_errors, ownership_errors
 from memories.embeddings.embedders import embed_one
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.fact_keys import FactGroup, current_holders, fact_group, lock_fact_keys
-from memories.facts import normalise
 from memories.models import (
     Memory,
     Persona,
@@ -24,6 +23,7 @@ from memories.models import (
     Topic,
     User,
     WorkSession,
+    normalise,
 )
 from memories.recall.index import (
     index_memory,

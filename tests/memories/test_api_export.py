@@ -8,8 +8,8 @@ from django.http import StreamingHttpResponse
 from django.test.utils import CaptureQueriesContext
 
 from memories.accounts.tenants import default_tenant
-from memories.api.serializers import MemorySerializer
 from memories.models import Memory, Persona, Scope, Status
+from memories.representations import MemorySerializer
 from tests.conftest import key_client, new_key
 from tests.memories.helpers import assert_error, bulk_memories, make_memory, make_pending
 

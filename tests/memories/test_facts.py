@@ -1,10 +1,11 @@
-"""facts.decide and facts.normalise alone: when a write is the same fact, and what it
+"""facts.decide and normalise (memories.models) alone: when a write is the same fact, and what it
 replaces."""
 
 import uuid
 from dataclasses import dataclass, field
 
-from memories.facts import decide, normalise
+from memories.facts import decide
+from memories.models import normalise
 
 
 @dataclass

@@ -11,8 +11,8 @@ from rest_framework.test import APIRequestFactory
 
 from memories.accounts.tenants import default_tenant
 from memories.api.portability import MemoryExportSerializer
-from memories.api.serializers import MemorySerializer
 from memories.models import Memory, Persona, Scope, Status, Topic
+from memories.representations import MemorySerializer
 from tests.conftest import end_user
 
 

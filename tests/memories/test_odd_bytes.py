@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from memories.api.parsers import holds_lone_surrogate
 from memories.models import Memory
+from rest.parsers import holds_lone_surrogate
 from tests.memories.helpers import assert_error
 
 BODIES = [

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("memories", "extraction", "review", "ops", "config")
+PACKAGES = ("memories", "extraction", "review", "ops", "config", "webhooks", "rest")
 IMPLEMENTATIONS = (
     "sqlite_vec",
     "pgvector",

@@ -983,6 +983,8 @@ export interface components {
             /** Format: uuid */
             readonly user_id: string;
             readonly memories: components["schemas"]["Memory"][];
+            /** @description The ids of `memories`, sorted: what a webhook receiver keeps to match them. */
+            readonly memory_ids: string[];
             /**
              * Format: uuid
              * @description merge: the memory that keeps its id and takes key and value; the others are archived.
@@ -1057,7 +1059,7 @@ export interface components {
         EraseRequest: {
             confirm: string;
         };
-        /** @description {"code", "detail", "fields"}: the body of every API error (memories.api.errors). */
+        /** @description {"code", "detail", "fields"}: the body of every API error (rest.errors). */
         Error: {
             /** @description Stable code: invalid, not_found, throttled, … */
             code: string;

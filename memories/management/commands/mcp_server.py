@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from config.serving import prepare_serving_process
 from memories.accounts.keys import Principal, external_user_get_or_create
 from memories.accounts.tenants import tenant_get_or_create
 from memories.api.serializers import RecallContextSerializer
@@ -63,6 +64,8 @@ class Command(BaseCommand):
                     "--user, --external-user and the context options are for stdio."
                 )
             self.stderr.write(f"Serving MCP over streamable HTTP at http://{host}:{port}/mcp")
+            # The model loaded before it listens, so /readyz is 200 once it does.
+            prepare_serving_process()
             serve_http(host=host, port=port)
             return
         user = self._user(

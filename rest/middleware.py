@@ -8,8 +8,8 @@ from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, JsonResponse
 
-from memories.api.errors import INCOMPLETE_BODY, error_body
-from memories.api.request_body import DechunkedInput, MalformedBody, is_dechunked
+from rest.errors import INCOMPLETE_BODY, error_body
+from rest.request_body import DechunkedInput, MalformedBody, is_dechunked
 
 logger = logging.getLogger(__name__)
 # Where Django itself logs a disallowed Host, so existing log filters keep working.

@@ -4,7 +4,7 @@ from rest_framework import exceptions
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 
-from memories.api.list_params import refuse_unknown_list_params
+from rest.list_params import refuse_unknown_list_params
 
 # str.isdigit() also accepts digits such as "²" that int() refuses.
 WHOLE_NUMBER = re.compile(r"[0-9]{1,9}")

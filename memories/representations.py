@@ -1,0 +1,153 @@
+"""How each object that leaves the service reads: the memory, the consolidation proposal
+and the end user, as the REST API answers them and as webhook events carry them (an
+extraction run: extraction.representations). Output only; the API's inputs are its own."""
+
+from rest_framework import serializers
+
+from memories.models import ConsolidationProposal, Memory, User
+
+# Serializer class -> its readable fields, built once (see MemorySerializer.to_representation).
+_fields_by_class: dict[type, list] = {}
+
+
+def _readable_fields_of(serializer_class: type) -> list:
+    """(name, field) of each field a serializer class outputs, built once per class (a
+    race builds it twice; either list is right)."""
+    fields = _fields_by_class.get(serializer_class)
+    if fields is None:
+        fields = [(field.field_name, field) for field in serializer_class()._readable_fields]
+        _fields_by_class[serializer_class] = fields
+    return fields
+
+
+class MemorySerializer(serializers.ModelSerializer):
+    owner_id = serializers.UUIDField(read_only=True, allow_null=True)
+    user_id = serializers.UUIDField(source="persona_user_id", read_only=True, allow_null=True)
+    external_user_id = serializers.SerializerMethodField()
+    source_topic_id = serializers.UUIDField(
+        read_only=True, allow_null=True, help_text="The conversation it was extracted from."
+    )
+    source_work_session_id = serializers.UUIDField(
+        read_only=True, allow_null=True, help_text="The work session it was extracted from."
+    )
+    source_message_ids = serializers.ListField(
+        child=serializers.IntegerField(),
+        read_only=True,
+        help_text="Ids of the source's messages that say it (empty when none was cited).",
+    )
+
+    class Meta:
+        model = Memory
+        fields = [
+            "id",
+            "scope",
+            "owner_id",
+            "user_id",
+            "external_user_id",
+            "persona_id",
+            "project_id",
+            "topic_id",
+            "key",
+            "value",
+            "category",
+            "source",
+            "source_channel_id",
+            "source_topic_id",
+            "source_work_session_id",
+            "source_message_ids",
+            "importance",
+            "confidence",
+            "status",
+            "supersedes_id",
+            "superseded_by_id",
+            "valid_from",
+            "valid_until",
+            "access_count",
+            "last_accessed_at",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    def get_external_user_id(self, memory: Memory) -> str | None:
+        return external_user_id(memory, self.context.get("request"))
+
+    def to_representation(self, memory):
+        # DRF builds a ModelSerializer's fields anew for every serializer (~0.5 ms, each
+        # response) and walks them through generic checks for every item; the fields of a
+        # class are built once here instead and read straight. Only the method fields need
+        # this serializer (its context); the others are the same for every request.
+        data = {}
+        for name, field in _readable_fields_of(type(self)):
+            if isinstance(field, serializers.SerializerMethodField):
+                data[name] = getattr(self, field.method_name)(memory)
+                continue
+            value = field.get_attribute(memory)
+            data[name] = None if value is None else field.to_representation(value)
+        return data
+
+
+class ConsolidationProposalSerializer(serializers.ModelSerializer):
+    user_id = serializers.UUIDField(read_only=True)
+    memories = MemorySerializer(many=True, read_only=True)
+    memory_ids = serializers.SerializerMethodField(
+        help_text="The ids of `memories`, sorted: what a webhook receiver keeps to match them."
+    )
+    keep_id = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="merge: the memory that keeps its id and takes key and value; the others "
+        "are archived.",
+    )
+    key = serializers.CharField(read_only=True, help_text="merge: the merged key ('' else).")
+    value = serializers.CharField(read_only=True, help_text="merge: the merged value ('' else).")
+    decided_by_id = serializers.UUIDField(
+        read_only=True, allow_null=True, help_text="Null for a withdrawn proposal."
+    )
+
+    class Meta:
+        model = ConsolidationProposal
+        fields = [
+            "id",
+            "kind",
+            "status",
+            "user_id",
+            "memories",
+            "memory_ids",
+            "keep_id",
+            "key",
+            "value",
+            "similarity",
+            "reason",
+            "created_at",
+            "decided_at",
+            "decided_by_id",
+            "decision_note",
+        ]
+        read_only_fields = fields
+
+    def get_memory_ids(self, proposal: ConsolidationProposal) -> list[str]:
+        # From the memories the view prefetched, not a query of their own.
+        return sorted(str(memory.id) for memory in proposal.memories.all())
+
+
+class UserSerializer(serializers.ModelSerializer):
+    active = serializers.IntegerField(read_only=True, help_text="Live active memories.")
+    pending = serializers.IntegerField(read_only=True, help_text="Memories pending review.")
+
+    class Meta:
+        model = User
+        fields = ["id", "username", "external_id", "is_staff", "date_joined", "active", "pending"]
+        read_only_fields = fields
+
+
+def external_user_id(memory: Memory, request) -> str | None:
+    """The product's id for the user a memory is about. Recall reads memories without their
+    user, and almost all of them are the caller's: the caller's own id needs no query."""
+    if memory.user_id is None:
+        return None
+    user = getattr(request, "user", None)
+    if user is not None and user.id == memory.user_id:
+        return user.external_id
+    owner = memory.user  # not None: memory.user_id is set
+    return owner.external_id if owner is not None else None
