@@ -1,33 +1,23 @@
-"""AsyncMemoryClient: MemoryClient's methods for asyncio, over httpx.AsyncClient. The requests
-and their answers are memory_client.calls', as the sync client's; only the sending differs."""
+"""AsyncMemoryClient: MemoryClient's methods for asyncio, over httpx.AsyncClient. The methods
+that are one request are memory_client.endpoints', the sync client's too; only the sending
+differs."""
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import httpx
 
 from memory_client import calls
+from memory_client.endpoints import Endpoints
 from memory_client.transport import Connection, RetryPolicy, result
-from memory_client.types import (
-    Context,
-    ExportedMemory,
-    ExtractionRun,
-    Me,
-    Memory,
-    MessagesPosted,
-    Project,
-    RecallResult,
-    SavedMemory,
-    Tool,
-    Topic,
-)
+from memory_client.types import Memory
 
 T = TypeVar("T")
 
 
-class AsyncMemoryClient:
+class AsyncMemoryClient(Endpoints):
     """MemoryClient for asyncio: the same methods, awaited (list() is an async iterator).
 
     A product backend's connection to the memory service, acting for the end user
@@ -81,47 +71,7 @@ class AsyncMemoryClient:
             await asyncio.sleep(wait)
             retries_made += 1
 
-    # Memories
-
-    async def save(self, *, key: str, value: str, **fields: Any) -> SavedMemory:
-        """Save a fact (POST /api/memories): `fields` as the API takes them (category,
-        importance, confidence, scope, project_id, persona_id, valid_from, replace). A key
-        names one fact: another value replaces the current one (`superseded_ids`); the same
-        value answers the memory that says it (`created` false)."""
-        return await self.run(calls.save(key, value, fields))
-
-    async def save_many(self, memories: Iterable[Mapping[str, Any]]) -> list[SavedMemory]:
-        """Save up to 500 memories at once, all or nothing, in order (POST /api/memories/batch)."""
-        return await self.run(calls.save_many(memories))
-
-    async def search(self, query: str, top_k: int = 10, **context: Any) -> list[RecallResult]:
-        """Scored recall of current memories; `context`: topic_id, project_id, persona_id,
-        work_session_id bring those scopes in, as_of recalls what was current then,
-        min_relevance (0 to 1) replaces the relevance gate (0: the top_k whatever it says)."""
-        return await self.run(calls.search(query, top_k, context))
-
-    async def context(self, query: str, **context: Any) -> Context:
-        """The hint for a model turn and the memories in it (POST /api/memories/context);
-        `context` as for search, and top_k."""
-        return await self.run(calls.context(query, context))
-
-    async def get(self, memory_id: str) -> Memory:
-        return await self.run(calls.get(memory_id))
-
-    async def update(self, memory_id: str, **fields: Any) -> Memory:
-        """Edit key, value, category, importance or confidence (PATCH; re-embeds)."""
-        return await self.run(calls.update(memory_id, fields))
-
-    async def delete(self, memory_id: str) -> None:
-        """Soft delete (restore() brings it back)."""
-        await self.run(calls.delete(memory_id))
-
-    async def restore(self, memory_id: str) -> Memory:
-        return await self.run(calls.restore(memory_id))
-
-    async def export(self, *, include_deleted: bool = False) -> list[ExportedMemory]:
-        """Every memory of the user, every status, oldest first (the NDJSON export, parsed)."""
-        return await self.run(calls.export(include_deleted))
+    # The methods of more than one request, as MemoryClient's.
 
     async def iter_memories(self, **filters: Any) -> AsyncIterator[Memory]:
         """GET /api/memories page after page (`filters`: status, query, scope, project_id,
@@ -135,11 +85,6 @@ class AsyncMemoryClient:
                 return
             page += 1
 
-    # The user
-
-    async def me(self) -> Me:
-        return await self.run(calls.me())
-
     async def erase_user(self) -> None:
         """Erase the end user and everything of theirs, for good (POST /api/me/erase)."""
         confirm = self.user_id
@@ -147,40 +92,6 @@ class AsyncMemoryClient:
             who = await self.me()
             confirm = who["external_id"] or who["username"]
         await self.run(calls.erase_user(confirm))
-
-    # Conversations and extraction
-
-    async def create_topic(self, title: str = "", **fields: Any) -> Topic:
-        """A conversation to post messages to (`fields`: persona_id, project_id, channel_id)."""
-        return await self.run(calls.create_topic({"title": title, **fields}))
-
-    async def create_project(self, name: str) -> Project:
-        return await self.run(calls.create_project(name))
-
-    async def add_messages(
-        self, topic_id: str, messages: Iterable[Mapping[str, str]]
-    ) -> MessagesPosted:
-        """Mirror a conversation's messages ({role, content}) for extraction; the answer's
-        `extraction` says whether they started one."""
-        return await self.run(calls.add_messages(topic_id, messages))
-
-    async def extract(self, topic_id: str) -> ExtractionRun:
-        """Ask for extraction of a conversation now (throttled per user: 429 is retried)."""
-        return await self.run(calls.extract(topic_id))
-
-    async def extraction_run(self, task_id: str) -> ExtractionRun:
-        return await self.run(calls.extraction_run(task_id))
-
-    # Tools
-
-    async def tools(self) -> list[Tool]:
-        """The memory tools in OpenAI's function-calling format."""
-        return await self.run(calls.tools())
-
-    async def call_tool(self, name: str, arguments: Any, **context: Any) -> dict[str, Any]:
-        """Run a tool with a model's arguments (an object or its JSON string); `context`:
-        topic_id, project_id, persona_id, work_session_id."""
-        return await self.run(calls.call_tool(name, arguments, context))
 
     # Last: inside the class body, a method named `list` hides the builtin from the
     # annotations of the methods after it.

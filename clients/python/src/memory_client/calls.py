@@ -1,7 +1,9 @@
-"""The requests the clients make, as values: each method of MemoryClient and
-AsyncMemoryClient builds one Call here and hands it to its transport, which sends it (with
-retries) and parses the answer with the call's `parse`. So the sync and the async client
-share everything but the sending."""
+"""The requests the clients make, as values. A builder here takes exactly what the client
+method of its name takes and carries that method's docstring: memory_client.endpoints makes
+it the method of both MemoryClient and AsyncMemoryClient, which send the Call through run()
+(with retries) and parse the answer with the call's `parse`. So the sync and the async
+client share everything but the sending, and `client.run(calls.search("diet"))` is
+`client.search("diet")`."""
 
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -80,20 +82,33 @@ def _body(values: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in values.items() if value is not None}
 
 
-def save(key: str, value: str, fields: Mapping[str, Any]) -> Call[SavedMemory]:
+# Memories
+
+
+def save(*, key: str, value: str, **fields: Any) -> Call[SavedMemory]:
+    """Save a fact (POST /api/memories): `fields` as the API takes them (category,
+    importance, confidence, scope, project_id, persona_id, valid_from, replace). A key
+    names one fact: another value replaces the current one (`superseded_ids`); the same
+    value answers the memory that says it (`created` false)."""
     return Call("POST", "/api/memories", _json, json={"key": key, "value": value, **fields})
 
 
 def save_many(memories: Iterable[Mapping[str, Any]]) -> Call[list[SavedMemory]]:
+    """Save up to 500 memories at once, all or nothing, in order (POST /api/memories/batch)."""
     return Call("POST", "/api/memories/batch", _data, json={"memories": list(memories)})
 
 
-def search(query: str, top_k: int, context: Mapping[str, Any]) -> Call[list[RecallResult]]:
+def search(query: str, top_k: int = 10, **context: Any) -> Call[list[RecallResult]]:
+    """Scored recall of current memories; `context`: topic_id, project_id, persona_id,
+    work_session_id bring those scopes in, as_of recalls what was current then,
+    min_relevance (0 to 1) replaces the relevance gate (0: the top_k whatever it says)."""
     params = _params({"q": query, "top_k": top_k, **context})
     return Call("GET", "/api/memories/search", _data, params=params)
 
 
-def context(query: str, context: Mapping[str, Any]) -> Call[Context]:
+def context(query: str, **context: Any) -> Call[Context]:
+    """The hint for a model turn and the memories in it (POST /api/memories/context);
+    `context` as for search, and top_k."""
     return Call("POST", "/api/memories/context", _json, json=_body({"query": query, **context}))
 
 
@@ -101,11 +116,13 @@ def get(memory_id: str) -> Call[Memory]:
     return Call("GET", f"/api/memories/{_id(memory_id)}", _json)
 
 
-def update(memory_id: str, fields: Mapping[str, Any]) -> Call[Memory]:
+def update(memory_id: str, **fields: Any) -> Call[Memory]:
+    """Edit key, value, category, importance or confidence (PATCH; re-embeds)."""
     return Call("PATCH", f"/api/memories/{_id(memory_id)}", _json, json=dict(fields))
 
 
 def delete(memory_id: str) -> Call[None]:
+    """Soft delete (restore() brings it back)."""
     return Call("DELETE", f"/api/memories/{_id(memory_id)}", _nothing)
 
 
@@ -113,14 +130,19 @@ def restore(memory_id: str) -> Call[Memory]:
     return Call("POST", f"/api/memories/{_id(memory_id)}/restore", _json)
 
 
+def export(*, include_deleted: bool = False) -> Call[list[ExportedMemory]]:
+    """Every memory of the user, every status, oldest first (the NDJSON export, parsed)."""
+    params = _params({"include_deleted": include_deleted or None})
+    return Call("GET", "/api/memories/export", _ndjson, params=params)
+
+
 def list_page(filters: Mapping[str, Any], page: int) -> Call[dict[str, Any]]:
-    """One page of GET /api/memories: {"data", "count", "next", "previous"}."""
+    """One page of GET /api/memories: {"data", "count", "next", "previous"}; the clients'
+    iter_memories() follows the pages."""
     return Call("GET", "/api/memories", _json, params=_params({**filters, "page": page}))
 
 
-def export(include_deleted: bool) -> Call[list[ExportedMemory]]:
-    params = _params({"include_deleted": include_deleted or None})
-    return Call("GET", "/api/memories/export", _ndjson, params=params)
+# The user
 
 
 def me() -> Call[Me]:
@@ -128,11 +150,16 @@ def me() -> Call[Me]:
 
 
 def erase_user(confirm: str) -> Call[None]:
+    """POST /api/me/erase, confirmed with the user's id (the clients' erase_user() finds it)."""
     return Call("POST", "/api/me/erase", _nothing, json={"confirm": confirm})
 
 
-def create_topic(fields: Mapping[str, Any]) -> Call[Topic]:
-    return Call("POST", "/api/topics", _json, json=_body(fields))
+# Conversations and extraction
+
+
+def create_topic(title: str = "", **fields: Any) -> Call[Topic]:
+    """A conversation to post messages to (`fields`: persona_id, project_id, channel_id)."""
+    return Call("POST", "/api/topics", _json, json=_body({"title": title, **fields}))
 
 
 def create_project(name: str) -> Call[Project]:
@@ -140,11 +167,14 @@ def create_project(name: str) -> Call[Project]:
 
 
 def add_messages(topic_id: str, messages: Iterable[Mapping[str, str]]) -> Call[MessagesPosted]:
+    """Mirror a conversation's messages ({role, content}) for extraction; the answer's
+    `extraction` says whether they started one."""
     body = {"messages": [dict(message) for message in messages]}
     return Call("POST", f"/api/topics/{_id(topic_id)}/messages", _json, json=body)
 
 
 def extract(topic_id: str) -> Call[ExtractionRun]:
+    """Ask for extraction of a conversation now (throttled per user: 429 is retried)."""
     return Call("POST", f"/api/memories/extract/{_id(topic_id)}", _json)
 
 
@@ -152,11 +182,15 @@ def extraction_run(task_id: str) -> Call[ExtractionRun]:
     return Call("GET", f"/api/extraction-runs/{_id(task_id)}", _json)
 
 
+# Tools
+
+
 def tools() -> Call[list[Tool]]:
+    """The memory tools in OpenAI's function-calling format."""
     return Call("GET", "/api/tools", _data)
 
 
-def call_tool(name: str, arguments: Any, context: Mapping[str, Any]) -> Call[dict[str, Any]]:
-    """POST /api/tools/{name}: `arguments` an object or the JSON string a model produced."""
-    params = _params(context)
-    return Call("POST", f"/api/tools/{_id(name)}", _json, params=params, json=arguments)
+def call_tool(name: str, arguments: Any, **context: Any) -> Call[dict[str, Any]]:
+    """Run a tool with a model's arguments (an object or its JSON string); `context`:
+    topic_id, project_id, persona_id, work_session_id."""
+    return Call("POST", f"/api/tools/{_id(name)}", _json, params=_params(context), json=arguments)

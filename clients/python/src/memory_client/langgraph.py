@@ -450,12 +450,12 @@ def _put(op: PutOp) -> Plan[None]:
         text = json.dumps({NAMES_FIELD: names, "value": value}, ensure_ascii=False)
     fields: dict[str, Any] = {"scope": place.scope, "category": place.category}
     fields.update(place.recall_context())
-    saved = yield place.user_id, calls.save(key, text, fields)
+    saved = yield place.user_id, calls.save(key=key, value=text, **fields)
     if saved["key"] != key or saved["value"] != text:
         # The service found a current memory saying the same by its rules (case, spacing
         # and punctuation aside): make it say exactly this.
         changes = {"key": key, "value": text, "category": place.category}
-        yield place.user_id, calls.update(saved["id"], changes)
+        yield place.user_id, calls.update(saved["id"], **changes)
     replaced = {saved["id"], *saved["superseded_ids"]}
     for memory in held:
         if memory["id"] not in replaced:
@@ -484,7 +484,7 @@ def _search(op: SearchOp) -> Plan[list[SearchItem]]:
     found: list[SearchItem] = []
     if op.query:
         ranked = {**place.recall_context(), "min_relevance": 0}
-        hits = yield user_id, calls.search(op.query, RECALL_TOP_K, ranked)
+        hits = yield user_id, calls.search(op.query, RECALL_TOP_K, **ranked)
         candidates = [item_of(hit, hit["score"]) for hit in hits]
     else:
         memories = yield from _pages(user_id, place.list_filters(exact=False))
