@@ -21,30 +21,9 @@ Results: bench/results/served[-quick].json, and markdown tables on stdout. Timin
 shared 2-core machine are only as good as the machine is idle (see bench/README.md)."""
 
 import argparse
-import datetime as dt
-import json
-import os
-import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from bench.common import (
-    ROOT,
-    embedder_description,
-    gc_between_requests,
-    git_commit,
-    machine,
-    results_write,
-    settle,
-    synthetic_noise_calibration,
-)
-from bench.cpu import service_meter
-from bench.pg import DATA_DIR
-from bench.report import write_docs
 from bench.served_client import (
     concurrent_batches,
     concurrent_searches,
@@ -53,12 +32,20 @@ from bench.served_client import (
     timed_searches,
 )
 from bench.served_roles import EXTERNAL_ID, setup_main, timer_main
-from bench.served_server import Server, Timer
+from bench.served_runner import (
+    ServedRun,
+    add_service_options,
+    benchmark_postgres,
+    results_meta,
+    service_plan,
+    write_results,
+)
 from bench.served_tables import markdown
 
-# The parts: bench/served_server.py starts and stops gunicorn and the timer process,
-# bench/served_client.py times the requests, bench/served_roles.py is what runs inside the
-# database (`python -m bench.served setup|timer`, dispatched at the end of this module).
+# The parts: bench/served_runner.py makes and loads the database, starts gunicorn and the
+# timer process and cleans up (as for bench/tenants.py), bench/served_client.py times the
+# requests, bench/served_roles.py is what runs inside the database
+# (`python -m bench.served setup|timer`, dispatched at the end of this module).
 
 # Queries whose nearest RECALL_CANDIDATES found as the service finds them (SQLite: the
 # in-process mirror) are compared with the store's exact scan (sqlite-vec; on PostgreSQL an
@@ -80,9 +67,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--memories", type=int, help="memories of the one user (100000)")
     parser.add_argument("--quick", action="store_true", help="smoke size: 2000 memories")
     parser.add_argument("--queries", type=int, help="timed searches (300)")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
-    parser.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")
-    parser.add_argument("--seconds", type=float, help="concurrent run length (20; quick 5)")
+    add_service_options(parser)
     parser.add_argument("--creates", type=int, help="single POST /api/memories (100)")
     parser.add_argument("--batch-size", type=int, default=100, help="memories per batch (100)")
     parser.add_argument("--batches", type=int, help="batches posted (20; quick 5)")
@@ -92,9 +77,7 @@ def main(argv: list[str]) -> None:
     plan = {
         "memories": args.memories or (2000 if quick else 100_000),
         "queries": args.queries or (60 if quick else 300),
-        "workers": args.workers,
-        "clients": args.clients,
-        "seconds": args.seconds or (5.0 if quick else 20.0),
+        **service_plan(args),
         "creates": args.creates or (30 if quick else 100),
         "batch_size": args.batch_size,
         "batches": args.batches or (5 if quick else 20),
@@ -111,114 +94,53 @@ def main(argv: list[str]) -> None:
                 parser.error(f"unknown database {database!r}")
 
     started = time.perf_counter()
-    results: dict = {
-        "meta": {
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "command": "python -m bench served " + shlex.join(argv),
-            "machine": machine(),
-            "git": git_commit(),
-            "quick": quick,
-            "embedder": embedder_description(),
-            "gc_between_requests": gc_between_requests(),
-            "synthetic_noise": synthetic_noise_calibration(),
-            "plan": plan,
-        },
-        "served": {},
-    }
-    pg = None
-    if any(d == "postgresql" and url is None for d, url in targets):
-        from bench.pg import BenchPostgres
-
-        pg = BenchPostgres()
-    try:
+    results: dict = {"meta": results_meta(argv, quick=quick, plan=plan), "served": {}}
+    with benchmark_postgres(any(d == "postgresql" and url is None for d, url in targets)) as pg:
         for database, url in targets:
             print(f"== served on {database}", flush=True)
             results["served"][database] = _run_database(database, url, plan, pg)
-    finally:
-        if pg is not None:
-            pg.stop()
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
-
-    results_write(args.name or ("served-quick" if quick else "served"), results)
-    print(markdown(results))
-    if not quick:
-        write_docs()
+    name = args.name or ("served-quick" if quick else "served")
+    write_results(name, results, markdown, docs=not quick)
 
 
 def _run_database(database: str, url: str | None, plan: dict, pg) -> dict:
-    tmp = Path(tempfile.mkdtemp(prefix="memory-served-"))
-    db_name = None
-    server = timer = None
-    try:
+    with ServedRun(database, pg, label="served", module="bench.served") as run:
         if url is None:
-            if database == "sqlite":
-                url = f"sqlite:///{tmp / 'served.sqlite3'}"
-            else:
-                db_name, url = pg.create_database("served")
-        setup = _setup(url, plan, tmp)
-        settle()
-        load_before = os.getloadavg()
-        server = Server(url, workers=plan["workers"], log=tmp / "gunicorn.log")
+            url = run.create_database()
+        ingest = plan["creates"] + 2 * plan["batch_size"] * plan["batches"]
+        options = ["--memories", str(plan["memories"]), "--queries", str(plan["queries"])]
+        setup = run.setup(url, *options, "--ingest", str(ingest))
         headers = {"Authorization": f"Bearer {setup['key']}", "X-User-Id": EXTERNAL_ID}
-        first_answer = server.start(headers)
-        timer = Timer(url, tmp / "queries.json")
+        served_by = run.start(url, setup["queries"], workers=plan["workers"], headers=headers)
         out = {
             "memories": plan["memories"],
             "load": setup["load"],
             "database": setup["database"],
-            "gunicorn": {"workers": plan["workers"], "config": "config/gunicorn.conf.py"},
-            "time_to_first_answer_s": round(first_answer, 2),
+            **served_by,
         }
-        out["search"] = timed_searches(server.port, headers, setup["queries"], timer)
+        port, timer = run.port, run.timer
+        out["search"] = timed_searches(port, headers, setup["queries"], timer)
         out["exact_top"] = timer.exactness(EXACT_QUERIES)
         # What each phase cost the machine's cores, per search or memory (bench/cpu.py).
-        meter = service_meter(server.worker_pids, DATA_DIR if database == "postgresql" else None)
+        meter = run.meter()
         out["concurrent"] = concurrent_searches(
-            server.port, headers, setup["queries"], plan["clients"], plan["seconds"], meter=meter
+            port, headers, setup["queries"], plan["clients"], plan["seconds"], meter=meter
         )
         items = setup["ingest"]
-        out["create"] = post_creates(server.port, headers, items[: plan["creates"]])
+        out["create"] = post_creates(port, headers, items[: plan["creates"]])
         size, count = plan["batch_size"], plan["batches"]
         start = plan["creates"]
         out["batch"] = post_batches(
-            server.port, headers, items[start : start + size * count], size, count, meter=meter
+            port, headers, items[start : start + size * count], size, count, meter=meter
         )
         # The same number of batches again from BATCH_CLIENTS clients at once: one client
         # leaves a core idle while the other embeds or writes; a bulk load runs several.
         out["batch_concurrent"] = concurrent_batches(
-            server.port,
-            headers,
-            items[start + size * count :],
-            size,
-            count,
-            BATCH_CLIENTS,
-            meter=meter,
+            port, headers, items[start + size * count :], size, count, BATCH_CLIENTS, meter=meter
         )
-        out["workers"] = server.worker_memory()
-        out["worker_log"] = server.ready_lines()
-        out["loadavg_before"] = [round(x, 2) for x in load_before]
-        out["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+        out.update(run.machine_after(worker_log=True))
         return out
-    finally:
-        if timer is not None:
-            timer.stop()
-        if server is not None:
-            server.stop()
-        if db_name:
-            pg.drop_database(db_name)
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _setup(url: str, plan: dict, tmp: Path) -> dict:
-    out = tmp / "setup.json"
-    ingest = plan["creates"] + 2 * plan["batch_size"] * plan["batches"]
-    command = [sys.executable, "-m", "bench.served", "setup", "--database-url", url]
-    command += ["--memories", str(plan["memories"]), "--queries", str(plan["queries"])]
-    command += ["--ingest", str(ingest), "--out", str(out)]
-    subprocess.run(command, cwd=ROOT, check=True)
-    setup = json.loads(out.read_text())
-    (tmp / "queries.json").write_text(json.dumps(setup["queries"]))
-    return setup
 
 
 if __name__ == "__main__":

@@ -27,35 +27,26 @@ docs/benchmarks.md. The load average before and after each database's run is rec
 timings on a shared 2-core machine are only as good as the machine is idle."""
 
 import argparse
-import datetime as dt
 import functools
 import http.client
 import itertools
 import json
-import os
-import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict
 from pathlib import Path
 
-from bench.common import (
-    ROOT,
-    embedder_description,
-    gc_between_requests,
-    git_commit,
-    machine,
-    results_write,
-    settle,
-    synthetic_noise_calibration,
-)
-from bench.cpu import service_meter
-from bench.pg import DATA_DIR
 from bench.served_client import concurrent_searches
-from bench.served_server import Server, Timer
+from bench.served_runner import (
+    ServedRun,
+    add_service_options,
+    benchmark_postgres,
+    new_database,
+    results_meta,
+    run_setup,
+    service_plan,
+    write_results,
+)
 from bench.tenants_plan import BANDS, PlannedUser, searchers, user_sizes
 
 # Untimed searches per timed search of a band, by the same users with other texts.
@@ -77,9 +68,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--users", type=int, help="end users (see SIZES)")
     parser.add_argument("--quick", action="store_true", help="smoke size: 40,000 of 200 users")
     parser.add_argument("--queries", type=int, help="timed searches per band (150; quick 40)")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (2)")
-    parser.add_argument("--clients", type=int, default=8, help="concurrent clients (8)")
-    parser.add_argument("--seconds", type=float, help="concurrent run length (20; quick 5)")
+    add_service_options(parser)
     parser.add_argument("--name", help="results file name (default tenants, tenants-quick)")
     parser.add_argument(
         "--prepare-only",
@@ -97,34 +86,15 @@ def main(argv: list[str]) -> None:
             parser.error(f"unknown database {database!r}")
 
     started = time.perf_counter()
-    results: dict = {
-        "meta": {
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "command": "python -m bench served " + shlex.join(argv),
-            "machine": machine(),
-            "git": git_commit(),
-            "quick": args.quick,
-            "embedder": embedder_description(),
-            "gc_between_requests": gc_between_requests(),
-            "synthetic_noise": synthetic_noise_calibration(),
-        },
-        "tenants": {},
-    }
-    pg = None
-    if "postgresql" in databases:
-        from bench.pg import BenchPostgres
-
-        pg = BenchPostgres()
-    try:
+    results: dict = {"meta": results_meta(argv, quick=args.quick), "tenants": {}}
+    with benchmark_postgres("postgresql" in databases) as pg:
         for database in databases:
             total, users = QUICK_SIZES if args.quick else SIZES[database]
             plan = {
                 "memories": args.memories or total,
                 "users": args.users or users,
                 "queries": args.queries or (40 if args.quick else 150),
-                "workers": args.workers,
-                "clients": args.clients,
-                "seconds": args.seconds or (5.0 if args.quick else 20.0),
+                **service_plan(args),
             }
             print(f"== tenants on {database}: {plan}", flush=True)
             prepared = Path(args.prepare_only or args.prepared or "") / database
@@ -134,9 +104,6 @@ def main(argv: list[str]) -> None:
             results["tenants"][database] = _run_database(
                 database, plan, pg, prepared if args.prepared else None
             )
-    finally:
-        if pg is not None:
-            pg.stop()
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
     if args.prepare_only:
         print(f"prepared in {args.prepare_only}: time them with --prepared {args.prepare_only}")
@@ -144,41 +111,32 @@ def main(argv: list[str]) -> None:
 
     from bench.tenants_tables import markdown
 
-    results_write(args.name or ("tenants-quick" if args.quick else "tenants"), results)
-    print(markdown(results))
-    if not args.quick:
-        from bench.report import write_docs
-
-        write_docs()
+    name = args.name or ("tenants-quick" if args.quick else "tenants")
+    write_results(name, results, markdown, docs=not args.quick)
 
 
 def _prepare(database: str, plan: dict, pg, where: Path) -> dict:
     """A database with the plan's users and memories; its URL, plan and set-up in `where`."""
     where.mkdir(parents=True, exist_ok=True)
-    if database == "sqlite":
-        url = f"sqlite:///{where.resolve() / 'tenants.sqlite3'}"
-    else:
-        url = pg.create_database("tenants")[1]
-    planned = user_sizes(plan["memories"], plan["users"])
-    (where / "plan.json").write_text(json.dumps([asdict(user) for user in planned]))
-    setup = _setup(url, plan, where)
+    url = new_database(database, pg, "tenants", where)[1]
+    _, setup = _load(url, plan, where)
     (where / "url").write_text(url)
     return setup
 
 
+def _load(url: str, plan: dict, where: Path) -> tuple[list[PlannedUser], dict]:
+    """The plan's users (their sizes in `where`/plan.json) loaded by the set-up process."""
+    planned = user_sizes(plan["memories"], plan["users"])
+    (where / "plan.json").write_text(json.dumps([asdict(user) for user in planned]))
+    options = ["--plan", str(where / "plan.json"), "--queries", str(plan["queries"])]
+    return planned, run_setup("bench.tenants", url, where, *options)
+
+
 def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
-    tmp = Path(tempfile.mkdtemp(prefix="memory-tenants-"))
-    db_name = None
-    server = timer = None
-    try:
+    with ServedRun(database, pg, label="tenants", module="bench.tenants") as run:
         if prepared is None:
-            if database == "sqlite":
-                url = f"sqlite:///{tmp / 'tenants.sqlite3'}"
-            else:
-                db_name, url = pg.create_database("tenants")
-            planned = user_sizes(plan["memories"], plan["users"])
-            (tmp / "plan.json").write_text(json.dumps([asdict(user) for user in planned]))
-            setup = _setup(url, plan, tmp)
+            url = run.create_database()
+            planned, setup = _load(url, plan, run.tmp)
         else:
             url = (prepared / "url").read_text()
             planned = [
@@ -186,13 +144,14 @@ def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
             ]
             setup = json.loads((prepared / "setup.json").read_text())
         queries = setup["queries"]
-        (tmp / "queries.json").write_text(json.dumps(queries))
-        settle()
-        load_before = os.getloadavg()
-        server = Server(url, workers=plan["workers"], log=tmp / "gunicorn.log")
         key = {"Authorization": f"Bearer {setup['key']}"}
-        first_answer = server.start({**key, "X-User-Id": planned[0].external_id})
-        timer = Timer(url, tmp / "queries.json", module="bench.tenants")
+        served_by = run.start(
+            url,
+            queries,
+            workers=plan["workers"],
+            headers={**key, "X-User-Id": planned[0].external_id},
+        )
+        timer = run.timer
         memories = sum(user.memories for user in planned)
         database_info = timer.ask({"database": True})
         out: dict = {
@@ -202,8 +161,7 @@ def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
             "load": setup["load"],
             "database": database_info,
             "bytes_per_million_memories": round(database_info["bytes"] / memories * 1e6),
-            "gunicorn": {"workers": plan["workers"], "config": "config/gunicorn.conf.py"},
-            "time_to_first_answer_s": round(first_answer, 2),
+            **served_by,
             "search": {},
             "found_of_exact": {},
         }
@@ -212,7 +170,7 @@ def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
             blocks = functools.partial(timer.ask, {"blocks": True})
         for band, _, _ in BANDS:
             users = searchers(planned, plan["queries"], band=band, seed=len(band))
-            out["search"][band] = _timed_searches(server.port, key, users, queries, blocks=blocks)
+            out["search"][band] = _timed_searches(run.port, key, users, queries, blocks=blocks)
             picks = [
                 [user.external_id, (i * 7) % len(queries)]
                 for i, user in enumerate(users[:EXACT_PER_BAND])
@@ -228,26 +186,16 @@ def _run_database(database: str, plan: dict, pg, prepared: Path | None) -> dict:
         out["heavy_ef_search_sweep"] = timer.ask({"sweep": sweep})
         mixed = searchers(planned, 5000, seed=5)
         out["concurrent"] = concurrent_searches(
-            server.port,
+            run.port,
             key,
             queries,
             plan["clients"],
             plan["seconds"],
             users=[user.external_id for user in mixed],
-            meter=service_meter(server.worker_pids, DATA_DIR if database == "postgresql" else None),
+            meter=run.meter(),
         )
-        out["workers"] = server.worker_memory()
-        out["loadavg_before"] = [round(x, 2) for x in load_before]
-        out["loadavg_after"] = [round(x, 2) for x in os.getloadavg()]
+        out.update(run.machine_after())
         return out
-    finally:
-        if timer is not None:
-            timer.stop()
-        if server is not None:
-            server.stop()
-        if db_name:
-            pg.drop_database(db_name)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _band_counts(planned) -> dict:
@@ -257,15 +205,6 @@ def _band_counts(planned) -> dict:
         band["users"] += 1
         band["memories"] += user.memories
     return out
-
-
-def _setup(url: str, plan: dict, tmp: Path) -> dict:
-    out = tmp / "setup.json"
-    command = [sys.executable, "-m", "bench.tenants", "setup", "--database-url", url]
-    command += ["--plan", str(tmp / "plan.json"), "--queries", str(plan["queries"])]
-    command += ["--out", str(out)]
-    subprocess.run(command, cwd=ROOT, check=True)
-    return json.loads(out.read_text())
 
 
 def timed_picks(users, queries: list[str]) -> list[tuple[str, int]]:
