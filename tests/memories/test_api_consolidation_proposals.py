@@ -93,6 +93,8 @@ def test_staff_list_pending_proposals_with_their_memories(staff_api, proposed, o
     merge = by_kind["merge"]
     assert merge["status"] == "pending" and merge["user_id"] == str(owner.id)
     assert [m["value"] for m in merge["memories"]] == [DARK, DARK_WINDOW]
+    # The ids a webhook receiver matches them by (proposal.created carries this object).
+    assert merge["memory_ids"] == sorted(m["id"] for m in merge["memories"])
     assert merge["keep_id"] == str(proposed["new"].id)
     assert (merge["key"], merge["value"]) == ("ui", DARK_WINDOW)
     assert merge["similarity"] == pytest.approx(0.935, abs=1e-3)

@@ -136,6 +136,9 @@ def test_a_consolidation_proposal_is_a_proposal_created(endpoint, receiver, alic
     assert proposal["object"] == "consolidation_proposal"
     assert proposal["kind"] == "archive" and proposal["status"] == "pending"
     assert proposal["memory_ids"] == [response.json()["id"]]
+    # The API's proposal object itself, its memories as the API shows them.
+    assert [memory["value"] for memory in proposal["memories"]] == ["A Fiat"]
+    assert proposal["decided_at"] is None
 
 
 def test_a_rolled_back_write_queues_and_sends_nothing(endpoint, receiver, sent):
