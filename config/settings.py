@@ -69,6 +69,8 @@ from config.settings_logging import LOG_FORMAT, LOGGING  # noqa: F401
 from config.settings_recall import (  # noqa: F401
     MEMORY_HINT_BUDGET_CHARS,
     MEMORY_HINT_MAX_SHARE,
+    MEMORY_HINT_PINNED_SHARE,
+    MEMORY_PINNED_MAX,
     RECALL_ABOUT_USER_CAP,
     RECALL_ABOUT_USER_FLOOR,
     RECALL_ABOUT_USER_WEIGHT,

@@ -120,6 +120,17 @@ if not 0 < MEMORY_HINT_MAX_SHARE <= 1:
     raise ConfigurationError(
         f"MEMORY_HINT_MAX_SHARE={MEMORY_HINT_MAX_SHARE}: expected a share above 0, at most 1"
     )
+# Pinned memories: at most this many current ones per end user (or per persona, for persona
+# memories), a 400 naming `pinned` beyond; every context hint starts with them, within this
+# share of the budget (the rest is for what recall ranks).
+MEMORY_PINNED_MAX = env.int("MEMORY_PINNED_MAX", default=20)
+if MEMORY_PINNED_MAX < 0:
+    raise ConfigurationError(f"MEMORY_PINNED_MAX={MEMORY_PINNED_MAX}: expected 0 or more")
+MEMORY_HINT_PINNED_SHARE = env.float("MEMORY_HINT_PINNED_SHARE", default=0.5)
+if not 0 < MEMORY_HINT_PINNED_SHARE <= 1:
+    raise ConfigurationError(
+        f"MEMORY_HINT_PINNED_SHARE={MEMORY_HINT_PINNED_SHARE}: expected a share above 0, at most 1"
+    )
 # What recall reads of a query: its last this many characters, from a word on. A context
 # query may be a whole message; the question is usually at its end (memories/recall/query.py).
 # 500: a few sentences. A text's vector is the mean of its tokens (multilingual-e5-small) or

@@ -58,6 +58,7 @@ class MemorySerializer(serializers.ModelSerializer):
             "importance",
             "confidence",
             "status",
+            "pinned",
             "supersedes_id",
             "superseded_by_id",
             "valid_from",

@@ -36,6 +36,7 @@ from memories.services import (
     record_revision,
     snapshot,
 )
+from memories.services.pins import pinned_room_check
 from ops import timing
 from webhooks.events import memories_created
 
@@ -69,6 +70,7 @@ def manual_memory(
     category: str = "",
     importance: float = 0.5,
     confidence: float = 1.0,
+    pinned: bool = False,
     project: Project | None = None,
     persona: Persona | None = None,
     source_channel_id: UUID | None = None,
@@ -93,6 +95,7 @@ def manual_memory(
         category=category,
         importance=importance,
         confidence=confidence,
+        pinned=pinned,
         source=Source.MANUAL,
         source_channel_id=source_channel_id,
         status=Status.ACTIVE,
@@ -135,6 +138,7 @@ def memory_save_tool(
     importance: float,
     confidence: float,
     replace: bool = True,
+    pinned: bool = False,
     user: User | None = None,
     persona: Persona | None = None,
     project: Project | None = None,
@@ -153,6 +157,7 @@ def memory_save_tool(
         category=category,
         importance=importance,
         confidence=confidence,
+        pinned=pinned,
         source=Source.TOOL,
         status=Status.ACTIVE,
         valid_from=timezone.now(),
@@ -217,6 +222,7 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
     raised: dict[UUID, tuple[Memory, dict]] = {}
     replaced: list[tuple[Memory, Memory]] = []  # (old, new)
     new_ids: set[UUID] = set()
+    pinning: list[Memory] = []
     for write, group in zip(writes, groups, strict=True):
         memory = write.memory
         decision = decide(
@@ -228,15 +234,26 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
         )
         held = decision.existing
         if held is not None:  # kind "existing": a current memory says it already
-            if decision.raised:
+            # Like importance, a pin only rises on a save: unpinning is an edit.
+            changes = {**decision.raised, **({"pinned": True} if memory.pinned else {})}
+            changes = {
+                name: value for name, value in changes.items() if getattr(held, name) != value
+            }
+            if changes:
                 if held.id not in new_ids and held.id not in raised:
                     raised[held.id] = (held, snapshot(held))
-                for name, value in decision.raised.items():
+                if changes.get("pinned"):
+                    pinning.append(held)
+                for name, value in changes.items():
                     setattr(held, name, value)
             answers.append(Saved(memory=held, created=False))
             continue
         if decision.superseded:
             memory.supersedes = decision.superseded[-1]
+        # A pinned fact stays pinned when a save replaces its value.
+        memory.pinned = memory.pinned or any(old.pinned for old in decision.superseded)
+        if memory.pinned:
+            pinning.append(memory)
         for old in decision.superseded:
             replaced.append((old, memory))
         holders[group] = [h for h in holders[group] if h not in decision.superseded] + [memory]
@@ -249,13 +266,14 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
                 superseded_ids=[old.id for old in decision.superseded],
             )
         )
+    pinned_room_check(pinning, leaving=[old.id for old, _ in replaced])
     _write_created(created, actor=actor)
     memories_created(
         [memory for memory, _ in created],
         {answer.memory.id: answer.superseded_ids for answer in answers if answer.created},
     )
     for held, before in raised.values():
-        held.save(update_fields=["importance", "confidence", "updated_at"])
+        held.save(update_fields=["importance", "confidence", "pinned", "updated_at"])
         record_revision(
             held, action=RevisionAction.EDIT, actor=actor, before=before, note="saved again"
         )

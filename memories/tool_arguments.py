@@ -157,6 +157,13 @@ class MemorySaveArguments(ToolArguments):
             "several facts (e.g. 'allergy'); null means true: replace it."
         ),
     )
+    pinned = StrictBooleanField(
+        default=False,
+        help_text=(
+            "true for a standing fact every turn needs whatever is asked (e.g. how the user "
+            "wants to be answered); null means false."
+        ),
+    )
 
     def validate_scope(self, value):
         return scope_named(value)

@@ -154,6 +154,7 @@ def memory_save_tool(
     importance: float,
     scope: str,
     replace: bool,
+    pinned: bool = False,
 ) -> dict:
     """Save a fact as an active memory with source tool, in the user's scope or the call's
     project or persona; one row per fact, as POST /api/memories (saving.py). Raises
@@ -178,6 +179,7 @@ def memory_save_tool(
         importance=importance,
         confidence=confidence,
         replace=replace,
+        pinned=pinned,
         **carriers,
     )
     return {

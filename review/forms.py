@@ -71,6 +71,7 @@ class MemoryEditForm(forms.Form):
     category = forms.CharField(max_length=settings.MEMORY_CATEGORY_MAX_LENGTH, required=False)
     # Out-of-range values are clamped into 0..1 by the service, as everywhere.
     importance = forms.FloatField()
+    pinned = forms.BooleanField(required=False, label="Pinned (in every context hint)")
 
 
 class ProposalFilterForm(forms.Form):

@@ -190,6 +190,7 @@ def edit(request, memory_id):
                 "value": memory.value,
                 "category": memory.category,
                 "importance": memory.importance,
+                "pinned": memory.pinned,
             }
         )
     similar = selectors.similar_memories([memory]).get(memory.id, [])

@@ -28,6 +28,7 @@ from memories.portability import exporting, importing, ndjson
 from memories.representations import MemorySerializer
 from rest.fields import (
     PastDateTimeField,
+    StrictBooleanField,
     StrictInputMixin,
     StrictUUIDField,
     UnitFloatField,
@@ -130,6 +131,7 @@ class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
     importance = UnitFloatField(default=0.5)
     confidence = UnitFloatField(default=1.0)
     status = serializers.ChoiceField(choices=Status.choices, default=Status.ACTIVE)
+    pinned = StrictBooleanField(default=False)
     access_count = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
     last_accessed_at = optional_time()
     created_at = optional_time()

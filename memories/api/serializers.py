@@ -40,6 +40,13 @@ class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
     category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, default="")
     importance = UnitFloatField(default=0.5)
     confidence = UnitFloatField(default=1.0)
+    pinned = StrictBooleanField(
+        default=False,
+        help_text=(
+            "In every context hint of its scopes, ahead of the ranked memories, whether the "
+            "request is about it or not (at most MEMORY_PINNED_MAX per user, 20 by default)."
+        ),
+    )
     project_id = project_ref()
     persona_id = persona_ref()
     topic_id = StrictUUIDField(required=False, allow_null=True)
@@ -170,6 +177,7 @@ class MemoryUpdateSerializer(StrictInputMixin, serializers.Serializer):
     category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, required=False)
     importance = UnitFloatField(required=False)
     confidence = UnitFloatField(required=False)
+    pinned = StrictBooleanField(required=False, help_text="true pins it, false unpins it.")
 
     def validate(self, attrs):
         memory = self.context["memory"]

@@ -134,6 +134,8 @@ class Memory(models.Model):
     importance = models.FloatField(default=0.5)
     confidence = models.FloatField(default=1.0)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    # Pinned: in every context hint of its scopes, ahead of what recall ranks, gate or not.
+    pinned = models.BooleanField(default=False)
     # The memory a replacement takes the place of (an extracted proposal names it before it
     # is approved), and on the replaced one, the memory that took its place.
     supersedes = models.ForeignKey(
@@ -180,6 +182,10 @@ class Memory(models.Model):
             # The memories holding a key in a scope (one row per fact, on every write).
             models.Index(fields=["user", "key_normalised"], name="memory_user_key"),
             models.Index(fields=["persona", "key_normalised"], name="memory_persona_key"),
+            # The few pinned memories, read on every context call: an index of them alone.
+            models.Index(
+                fields=["user", "persona"], condition=Q(pinned=True), name="memory_pinned"
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -16,7 +16,7 @@ from memories.models import (
 IMPORT_CHUNK_LINES = 500
 # A file of garbage must not turn into a response of millions of error entries.
 MAX_LISTED_ERRORS = 1000
-CONTENT_FIELDS = ("key", "value", "category", "importance", "confidence", "status")
+CONTENT_FIELDS = ("key", "value", "category", "importance", "confidence", "status", "pinned")
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class ImportLine:
     importance: float = 0.5
     confidence: float = 1.0
     status: str = Status.ACTIVE
+    pinned: bool = False
     source: str = Source.MANUAL
     source_channel_id: UUID | None = None
     persona_id: UUID | None = None

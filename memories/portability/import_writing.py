@@ -36,6 +36,7 @@ from memories.services import (
     record_revision,
     snapshot,
 )
+from memories.services.pins import pinned_limit_check
 
 # --- Writing -----------------------------------------------------------------------------------
 
@@ -91,6 +92,8 @@ def write_chunk(
                 [created[plan.memory_id] for plan in fresh],
                 vectors=[vectors[plan.line.number] for plan in fresh] if has_embedder else None,
             )
+        if any(plan.line.pinned for plan in plans):
+            pinned_limit_check(actor)
         holders = superseded_holders(plans, exclude=run.file_ids | chunk_ids)
         superseded = 0
         for memory_id, old_ids in holders.items():
@@ -141,6 +144,7 @@ def _create(plan: Plan, *, actor: User) -> Memory:
         importance=line.importance,
         confidence=line.confidence,
         status=line.status,
+        pinned=line.pinned,
         access_count=line.access_count,
         last_accessed_at=line.last_accessed_at,
         created_at=line.created_at or now,

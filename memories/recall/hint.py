@@ -27,11 +27,16 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
+from memories.models import Memory, Status
 from memories.recall.access import memory_record_access
+from memories.recall.candidates import valid_at
 from memories.recall.query import query_for_recall
 from memories.recall.recall import RecallHit
+from memories.recall.scopes import scopes_condition
+from memories.recall.scoring import Score
 
 OPEN = "<user_memories>"
 CLOSE = "</user_memories>"
@@ -109,26 +114,52 @@ def today_line(now: datetime) -> str:
 
 
 def hint_build(
-    hits: Sequence[RecallHit], *, budget: int, now: datetime | None = None
+    hits: Sequence[RecallHit],
+    *,
+    budget: int,
+    now: datetime | None = None,
+    pinned: Sequence[RecallHit] = (),
 ) -> tuple[str, list[RecallHit]]:
-    """The hint block and the hits it holds, best first, within `budget` characters.
-    A memory that would overflow the budget is left out; no memories, no block."""
+    """The hint block and the hits it holds within `budget` characters: the `pinned` ones
+    first, within MEMORY_HINT_PINNED_SHARE of the budget, then `hits`, best first. A memory
+    that would overflow its room is left out; no memories, no block."""
     today = today_line(now or timezone.now())
     max_chars = int(budget * settings.MEMORY_HINT_MAX_SHARE)
     lines: list[str] = []
     used: list[RecallHit] = []
     # The block's fixed lines and the newlines between all of its lines.
     size = len(OPEN) + len(PREAMBLE) + len(today) + len(CLOSE) + 3
-    for hit in hits:
-        line = memory_line(hit, max_chars=max_chars)
-        if size + len(line) + 1 > budget:
-            continue
-        lines.append(line)
-        used.append(hit)
-        size += len(line) + 1
+    pinned_room = size + int(budget * settings.MEMORY_HINT_PINNED_SHARE)
+    for room, group in ((min(pinned_room, budget), pinned), (budget, hits)):
+        for hit in group:
+            line = memory_line(hit, max_chars=max_chars)
+            if size + len(line) + 1 > room:
+                continue
+            lines.append(line)
+            used.append(hit)
+            size += len(line) + 1
     if not used:
         return "", []
     return "\n".join([OPEN, PREAMBLE, today, *lines, CLOSE]), used
+
+
+# A pinned memory is in the hint because it is pinned, not because recall found it: no part
+# of its score says otherwise.
+NOT_RANKED = Score(
+    total=0.0, relevance=0.0, importance=0.0, recency=0.0, frequency=0.0, scope_bonus=0.0
+)
+
+
+def pinned_hits(*, scopes, as_of: datetime | None = None) -> list[RecallHit]:
+    """The pinned memories of these scopes that are current (with as_of: were current
+    then), the most important and latest first."""
+    current = (
+        Q(status=Status.ACTIVE, valid_until__isnull=True) if as_of is None else valid_at(as_of)
+    )
+    memories = Memory.objects.filter(
+        scopes_condition(scopes), current, pinned=True, deleted_at__isnull=True
+    ).order_by("-importance", "-updated_at", "id")
+    return [RecallHit(memory=memory, score=NOT_RANKED) for memory in memories]
 
 
 def memory_hint(
@@ -143,7 +174,9 @@ def memory_hint(
     """Recall for a model turn and write the hint; only memories that made it into the hint
     count as accessed. Recall reads the end of a long query (query_for_recall); with as_of,
     the memories current at that moment. The hint holds the memories whose relevance is
-    close to the best one's (RECALL_HINT_CLOSE_TO_BEST, recall.close_to_best)."""
+    close to the best one's (RECALL_HINT_CLOSE_TO_BEST, recall.close_to_best), after the
+    pinned memories of the scopes (pinned_hits), which need not pass the gate and are not
+    repeated below."""
     from memories.recall.recall import close_to_best, memory_recall
 
     hits = memory_recall(
@@ -153,8 +186,11 @@ def memory_hint(
         record_access=False,
         as_of=as_of,
     )
+    pinned = pinned_hits(scopes=scopes, as_of=as_of)
+    pinned_ids = {hit.memory.id for hit in pinned}
     hits = close_to_best(hits, settings.RECALL_HINT_CLOSE_TO_BEST)
-    hint, used = hint_build(hits, budget=budget, now=now)
+    hits = [hit for hit in hits if hit.memory.id not in pinned_ids]
+    hint, used = hint_build(hits, budget=budget, now=now, pinned=pinned)
     if used:
         accessed = {
             memory.id: memory

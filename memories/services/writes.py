@@ -30,6 +30,7 @@ from memories.recall.index import (
     unindex_memories,
 )
 from memories.selectors import changeable_by
+from memories.services.pins import pinned_room_check
 from memories.services.review import memory_archive, memory_review
 from memories.services.revisions import EDITABLE_FIELDS, clamp_unit, record_revision, snapshot
 from webhooks.events import memory_superseded
@@ -144,7 +145,7 @@ def _memory_write(memory: Memory, *, actor: User | None, vector, note: str = "")
 def memory_update(
     *, memory: Memory, actor: User | None, changes: dict, approve: bool = False
 ) -> Memory:
-    """Edit key, value, category, importance or confidence; re-embeds when the text changes.
+    """Edit key, value, category, importance, confidence or pinned; re-embeds when the text changes.
     With approve=True the edit and the approval of a pending memory happen in one
     transaction (review: edit before approving). Raises InvalidInput, EmbedderUnavailable,
     Conflict (deleted meanwhile, or no longer pending when approving). A current memory moved
@@ -162,6 +163,8 @@ def memory_update(
             # The key it moves to, locked as a save locks it (its carriers cannot change).
             lock_fact_keys([FactGroup(*memory.carrier_ids(), normalise(changes["key"]))])
         locked = _lock_live(memory.id)
+        if changes.get("pinned") and not locked.pinned:
+            pinned_room_check([locked])
         if approve and locked.status != Status.PENDING_REVIEW:
             raise Conflict(
                 f"Only pending_review memories can be approved; this one is {locked.status}."

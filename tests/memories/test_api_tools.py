@@ -160,9 +160,12 @@ def test_the_schemas_accept_what_the_endpoints_accept_and_refuse_the_rest(api):
         "category": None,
         "importance": None,
         "replace": None,
+        "pinned": None,
     }
 
     assert save.is_valid({**full, "scope": "project"})
+    assert save.is_valid({**full, "scope": None, "pinned": True})
+    assert not save.is_valid({**full, "scope": None, "pinned": "yes"})
     assert save.is_valid({**full, "scope": None})
     assert not save.is_valid({"key": "k", "value": "v"})
     assert not save.is_valid({**full, "scope": None, "confidence": 2})

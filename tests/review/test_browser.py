@@ -266,3 +266,22 @@ def test_the_dashboard_fits_the_screen(browser_page, live_server, owner, other, 
     page.screenshot(path=artifacts / f"dashboard-{size}.png")
     page.screenshot(path=artifacts / f"dashboard-{size}-full.png", full_page=True)
     assert fits_the_width(page)
+
+
+def test_staff_pin_a_candidate_while_approving_it_in_the_browser(browser_page, live_server, owner):
+    style = make_pending(owner, key="answer style", value="Prefers short answers")
+    page = browser_page
+    log_in(page, live_server, next_path=f"/review/memories/{style.id}/edit")
+
+    pinned = page.get_by_label("Pinned (in every context hint)")
+    assert not pinned.is_checked()
+    pinned.check()
+    page.get_by_role("button", name="Save and approve").click()
+    page.wait_for_url(re.compile(r"/review/queue$"))
+
+    stored = Memory.objects.get(id=style.id)
+    assert (stored.pinned, stored.status) == (True, Status.ACTIVE)
+    response = client_for(owner).post(
+        "/api/memories/context", {"query": "What is 7 times 8?"}, format="json"
+    )
+    assert "Prefers short answers" in response.json()["hint"]

@@ -1195,6 +1195,7 @@ export interface components {
             /** Format: double */
             readonly confidence: number;
             readonly status: components["schemas"]["MemoryStatusEnum"];
+            readonly pinned: boolean;
             /** Format: uuid */
             readonly supersedes_id: string | null;
             /** Format: uuid */
@@ -1243,6 +1244,11 @@ export interface components {
              * @default 1
              */
             confidence?: number;
+            /**
+             * @description In every context hint of its scopes, ahead of the ranked memories, whether the request is about it or not (at most MEMORY_PINNED_MAX per user, 20 by default).
+             * @default false
+             */
+            pinned?: boolean;
             /** Format: uuid */
             project_id?: string | null;
             /** Format: uuid */
@@ -1301,6 +1307,7 @@ export interface components {
             /** Format: double */
             readonly confidence: number;
             readonly status: components["schemas"]["MemoryStatusEnum"];
+            readonly pinned: boolean;
             /** Format: uuid */
             readonly supersedes_id: string | null;
             /** Format: uuid */
@@ -1356,6 +1363,8 @@ export interface components {
             confidence?: number;
             /** @default active */
             status?: components["schemas"]["MemoryStatusEnum"];
+            /** @default false */
+            pinned?: boolean;
             /** @default 0 */
             access_count?: number;
             /** Format: date-time */
@@ -1393,6 +1402,8 @@ export interface components {
             importance?: number;
             /** Format: double */
             confidence?: number;
+            /** @description true pins it, false unpins it. */
+            pinned?: boolean;
         };
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
@@ -1566,6 +1577,8 @@ export interface components {
             importance?: number;
             /** Format: double */
             confidence?: number;
+            /** @description true pins it, false unpins it. */
+            pinned?: boolean;
         };
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
@@ -1677,6 +1690,7 @@ export interface components {
             /** Format: double */
             readonly confidence: number;
             readonly status: components["schemas"]["MemoryStatusEnum"];
+            readonly pinned: boolean;
             /** Format: uuid */
             readonly supersedes_id: string | null;
             /** Format: uuid */
@@ -1815,6 +1829,7 @@ export interface components {
             /** Format: double */
             readonly confidence: number;
             readonly status: components["schemas"]["MemoryStatusEnum"];
+            readonly pinned: boolean;
             /** Format: uuid */
             readonly supersedes_id: string | null;
             /** Format: uuid */
@@ -4962,6 +4977,8 @@ export interface operations {
                     scope?: "user" | "project" | "persona_user" | null;
                     /** @description false keeps the key's current value beside this one, for a key that holds several facts (e.g. 'allergy'); null means true: replace it. */
                     replace?: boolean | null;
+                    /** @description true for a standing fact every turn needs whatever is asked (e.g. how the user wants to be answered); null means false. */
+                    pinned?: boolean | null;
                 } | {
                     /** @description What to look for, in natural language. At most 1000 characters. */
                     query: string;
