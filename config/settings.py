@@ -362,6 +362,7 @@ SPECTACULAR_SETTINGS = {
         "ScopeInputEnum": "memories.carriers.SCOPE_INPUT_CHOICES",
         "MemoryStatusEnum": "memories.models.Status",
         "RunStatusEnum": "extraction.models.RunStatus",
+        "EntityKindEnum": "memories.models.EntityKind",
     },
 }
 

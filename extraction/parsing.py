@@ -24,6 +24,15 @@ class MalformedOutput(ValueError):
 
 
 @dataclass(frozen=True)
+class EntityMention:
+    """A person, pet, place, organisation or other thing a candidate is about."""
+
+    name: str
+    kind: str = "other"
+    relation: str = ""
+
+
+@dataclass(frozen=True)
 class Candidate:
     key: str
     value: str
@@ -35,6 +44,7 @@ class Candidate:
     # only; and what the model cited that named no message shown, as it cited it.
     evidence: tuple[int, ...] = ()
     evidence_dropped: tuple[str, ...] = ()
+    entities: tuple[EntityMention, ...] = ()
 
 
 def find_json_object(text: str) -> dict:

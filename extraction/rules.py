@@ -46,7 +46,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from extraction.parsing import Candidate
+from extraction.parsing import Candidate, EntityMention
 from extraction.statements import (
     ADVERBS,
     DOT,
@@ -318,7 +318,40 @@ def extract_by_rules_cited(numbered: Sequence[tuple[int, str]]) -> list[Candidat
     return list(found.values())
 
 
+_RELATION_MENTION = re.compile(rf"\b(?:my|our)\s+{RELATIONS}", re.I)
+_RELATION_MODIFIERS = re.compile(r"^(?:(?:little|older|younger|big|baby|best|twin)\s+)+")
+_PETS = ("dog", "cat")
+_EMPLOYER_VALUE = re.compile(r"^Works (?:at|for) (?P<x>.+)$")
+
+
+def entity_mentions(clause: str, candidates: Sequence[Candidate]) -> tuple[EntityMention, ...]:
+    """The people and pets the clause names as the user's ("my wife Sofia", "our dog Pip",
+    "my sister"), and the employer of an employer candidate ("I work at Acme")."""
+    found: list[EntityMention] = []
+    for match in _RELATION_MENTION.finditer(clause):
+        relation = _RELATION_MODIFIERS.sub("", match.group("rel").lower())
+        named = match.group("named")
+        found.append(
+            EntityMention(
+                name=named or f"my {relation}",
+                kind="pet" if relation in _PETS else "person",
+                relation=relation,
+            )
+        )
+    for candidate in candidates:
+        employer = _EMPLOYER_VALUE.match(candidate.value) if candidate.key == "employer" else None
+        if employer:
+            found.append(EntityMention(employer["x"], "organisation", "employer"))
+    return tuple(dict.fromkeys(found))
+
+
 def _from_clause(clause: str) -> list[Candidate]:
+    candidates = _facts_of_clause(clause)
+    mentions = entity_mentions(clause, candidates)
+    return [replace(candidate, entities=mentions) for candidate in candidates]
+
+
+def _facts_of_clause(clause: str) -> list[Candidate]:
     found = []
     for rule in RULES:
         for pattern in rule.patterns:

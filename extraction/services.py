@@ -30,6 +30,7 @@ from extraction.rules import extract_by_rules_cited
 from extraction.sources import ExtractionSource, extraction_enabled, source_activity
 from memories import services as memory_services
 from memories.embeddings.embedders import get_embedder
+from memories.entities.linking import Mention, entities_link
 from memories.models import (
     CarrierIds,
     Memory,
@@ -351,6 +352,7 @@ def _save_candidates(source, candidates, vectors, shown) -> dict:
             **provenance,
             **carriers,
         )
+        entities_link(saved, [Mention(m.name, m.kind, m.relation) for m in candidate.entities])
         memory_ids.append(str(saved.id))
         texts.setdefault(("value", normalise(saved.value)), set()).add(saved.id)
         texts.setdefault(("key", normalise(saved.key)), set()).add(saved.id)

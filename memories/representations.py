@@ -1,10 +1,13 @@
-"""How each object that leaves the service reads: the memory, the consolidation proposal
-and the end user, as the REST API answers them and as webhook events carry them (an
+"""How each object that leaves the service reads: the memory, the consolidation proposal,
+the entity and the end user, as the REST API answers them and as webhook events carry them (an
 extraction run: extraction.representations). Output only; the API's inputs are its own."""
 
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.models import ConsolidationProposal, Memory, User
+from memories.models import ConsolidationProposal, Entity, Memory, Status, User
 
 # Serializer class -> its readable fields, built once (see MemorySerializer.to_representation).
 _fields_by_class: dict[type, list] = {}
@@ -152,3 +155,46 @@ def external_user_id(memory: Memory, request) -> str | None:
         return user.external_id
     owner = memory.user  # not None: memory.user_id is set
     return owner.external_id if owner is not None else None
+
+
+class EntitySerializer(serializers.ModelSerializer):
+    user_id = serializers.UUIDField(read_only=True)
+    memory_count = serializers.SerializerMethodField(
+        help_text="Its current memories (active, not deleted)."
+    )
+
+    class Meta:
+        model = Entity
+        fields = [
+            "id",
+            "user_id",
+            "kind",
+            "relation",
+            "name",
+            "aliases",
+            "memory_count",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    def get_memory_count(self, entity: Entity) -> int:
+        counted = getattr(entity, "current_memories", None)  # annotated by the list
+        if counted is not None:
+            return counted
+        return entity.memories.filter(status=Status.ACTIVE, deleted_at__isnull=True).count()
+
+
+class EntityDetailSerializer(EntitySerializer):
+    memories = serializers.SerializerMethodField(help_text="Its current memories, latest first.")
+
+    class Meta(EntitySerializer.Meta):
+        fields = [*EntitySerializer.Meta.fields, "memories"]
+        read_only_fields = fields
+
+    @extend_schema_field(MemorySerializer(many=True))
+    def get_memories(self, entity: Entity) -> Any:
+        current = entity.memories.filter(status=Status.ACTIVE, deleted_at__isnull=True)
+        return MemorySerializer(
+            current.order_by("-updated_at", "id"), many=True, context=self.context
+        ).data

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.embeddings.embedders import get_embedder
+from memories.entities.linking import Mention, entities_link
 from memories.errors import Forbidden, InvalidInput, ServiceError
 from memories.fact_keys import FactGroup, current_holders, fact_group, lock_fact_keys
 from memories.facts import decide
@@ -59,6 +60,12 @@ class _Write:
     memory: Memory  # unsaved, carriers checked
     replace: bool
     vector: list[float] | None = None
+    # The entities the memory is about, linked to whichever memory holds the fact.
+    mentions: tuple[Mention, ...] = ()
+
+
+def mentions_of(entities: Sequence[dict] | None) -> tuple[Mention, ...]:
+    return tuple(Mention(**entity) for entity in entities or ())
 
 
 def manual_memory(
@@ -103,11 +110,14 @@ def manual_memory(
     )
 
 
-def memory_save_manual(*, actor: User, replace: bool = True, **fields) -> Saved:
+def memory_save_manual(
+    *, actor: User, replace: bool = True, entities: Sequence[dict] | None = None, **fields
+) -> Saved:
     """A memory written by hand (POST /api/memories), fields as MemoryCreateSerializer
-    validates them. Raises InvalidInput, Forbidden, EmbedderUnavailable."""
+    validates them; `entities` ({name, kind, relation}) are linked to the memory that holds
+    the fact. Raises InvalidInput, Forbidden, EmbedderUnavailable."""
     memory = manual_memory(actor=actor, **fields)
-    [saved] = _save([_Write(memory, replace)], actor=actor)
+    [saved] = _save([_Write(memory, replace, mentions=mentions_of(entities))], actor=actor)
     return saved
 
 
@@ -120,8 +130,9 @@ def memory_save_manual_batch(*, actor: User, items: Sequence[dict]) -> list[Save
     for index, fields in enumerate(items):
         fields = dict(fields)
         replace = fields.pop("replace", True)
+        mentions = mentions_of(fields.pop("entities", None))
         try:
-            writes.append(_Write(manual_memory(actor=actor, **fields), replace))
+            writes.append(_Write(manual_memory(actor=actor, **fields), replace, mentions=mentions))
         except ServiceError as error:
             error.field = f"memories[{index}].{error.field or 'scope'}"
             raise
@@ -268,6 +279,9 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
         )
     pinned_room_check(pinning, leaving=[old.id for old, _ in replaced])
     _write_created(created, actor=actor)
+    for write, answer in zip(writes, answers, strict=True):
+        if write.mentions:
+            entities_link(answer.memory, write.mentions)
     memories_created(
         [memory for memory, _ in created],
         {answer.memory.id: answer.superseded_ids for answer in answers if answer.created},

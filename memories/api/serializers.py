@@ -17,6 +17,7 @@ from memories.api.fields import (
 )
 from memories.carriers import carrier_errors, scope_named
 from memories.models import (
+    EntityKind,
     Memory,
     MemoryRevision,
     Scope,
@@ -33,6 +34,16 @@ from rest.fields import (
 )
 
 
+class EntityMentionSerializer(StrictInputMixin, serializers.Serializer):
+    """An entity a memory is about, as a save names it."""
+
+    name = trimmed_char(200)
+    kind = serializers.ChoiceField(choices=EntityKind.choices, default=EntityKind.OTHER)
+    relation = trimmed_char(
+        100, allow_blank=True, default="", help_text="What it is to the user: wife, dog, employer."
+    )
+
+
 class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
     scope = ScopeField(default=Scope.USER)
     key = trimmed_char(settings.MEMORY_KEY_MAX_LENGTH)
@@ -40,6 +51,15 @@ class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
     category = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH, allow_blank=True, default="")
     importance = UnitFloatField(default=0.5)
     confidence = UnitFloatField(default=1.0)
+    entities = serializers.ListField(
+        child=EntityMentionSerializer(),
+        required=False,
+        max_length=20,
+        help_text=(
+            "The people, pets, places or organisations the memory is about; each links to the "
+            "user's entity of that name or alias (case and accents aside), made when missing."
+        ),
+    )
     pinned = StrictBooleanField(
         default=False,
         help_text=(
@@ -221,13 +241,15 @@ class RejectedCountSerializer(serializers.Serializer):
 
 class RevisionSnapshotSerializer(serializers.Serializer):
     """A memory's fields as a revision keeps them (services.revisions.snapshot). Revisions
-    written before a memory had supersession and validity lack the last four."""
+    written before a memory had supersession and validity lack those four fields, and those
+    written before pins lack `pinned`."""
 
     key = serializers.CharField()
     value = serializers.CharField()
     category = serializers.CharField(allow_blank=True)
     importance = serializers.FloatField()
     confidence = serializers.FloatField()
+    pinned = serializers.BooleanField(required=False)
     status = serializers.ChoiceField(choices=Status.choices)
     scope = serializers.ChoiceField(choices=Scope.choices)
     supersedes_id = serializers.UUIDField(allow_null=True, required=False)

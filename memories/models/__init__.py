@@ -6,7 +6,8 @@ Memory` (and Django, which finds the app's models here) need not know where each
 - carriers: personas, projects, topics, messages, work sessions, configuration
 - memory: memories (scopes, carriers, vectors, revisions)
 - keyword_index: the keyword index's tables
-- proposals: consolidation proposals"""
+- proposals: consolidation proposals
+- entities: the people, pets, places and organisations memories are about"""
 
 from memories.models.accounts import (
     DEFAULT_TENANT_SLUG,
@@ -25,6 +26,7 @@ from memories.models.carriers import (
     WorkSession,
     WorkSessionMessage,
 )
+from memories.models.entities import Entity, EntityKind
 from memories.models.keyword_index import (
     KeywordPartition,
     KeywordPosting,
@@ -52,6 +54,8 @@ from memories.models.proposals import (
 )
 
 __all__ = [
+    "Entity",
+    "EntityKind",
     "DEFAULT_TENANT_SLUG",
     "Tenant",
     "User",

@@ -45,6 +45,7 @@ def test_revision_before_and_after_are_snapshots_before_nullable():
         "category",
         "importance",
         "confidence",
+        "pinned",
         "status",
         "scope",
         "supersedes_id",

@@ -169,6 +169,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/entities": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["entities_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/entities/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["entities_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch: operations["entities_partial_update"];
+        trace?: never;
+    };
+    "/api/entities/{id}/merge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post: operations["entities_merge_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/extraction-runs": {
         parameters: {
             query?: never;
@@ -1052,6 +1100,67 @@ export interface components {
             active: number;
             pending: number;
         };
+        Entity: {
+            /** Format: uuid */
+            readonly id: string;
+            /** Format: uuid */
+            readonly user_id: string;
+            readonly kind: components["schemas"]["EntityKindEnum"];
+            readonly relation: string;
+            readonly name: string;
+            readonly aliases: unknown;
+            /** @description Its current memories (active, not deleted). */
+            readonly memory_count: number;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+        };
+        EntityDetail: {
+            /** Format: uuid */
+            readonly id: string;
+            /** Format: uuid */
+            readonly user_id: string;
+            readonly kind: components["schemas"]["EntityKindEnum"];
+            readonly relation: string;
+            readonly name: string;
+            readonly aliases: unknown;
+            /** @description Its current memories (active, not deleted). */
+            readonly memory_count: number;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+            /** @description Its current memories, latest first. */
+            readonly memories: components["schemas"]["Memory"][];
+        };
+        /**
+         * @description * `person` - Person
+         *     * `pet` - Pet
+         *     * `place` - Place
+         *     * `organisation` - Organisation
+         *     * `other` - Other
+         * @enum {string}
+         */
+        EntityKindEnum: "person" | "pet" | "place" | "organisation" | "other";
+        /** @description An entity a memory is about, as a save names it. */
+        EntityMentionRequest: {
+            name: string;
+            /** @default other */
+            kind?: components["schemas"]["EntityKindEnum"];
+            /**
+             * @description What it is to the user: wife, dog, employer.
+             * @default
+             */
+            relation?: string;
+        };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
+        EntityMergeRequest: {
+            entity_ids: string[];
+        };
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
          *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
@@ -1244,6 +1353,8 @@ export interface components {
              * @default 1
              */
             confidence?: number;
+            /** @description The people, pets, places or organisations the memory is about; each links to the user's entity of that name or alias (case and accents aside), made when missing. */
+            entities?: components["schemas"]["EntityMentionRequest"][];
             /**
              * @description In every context hint of its scopes, ahead of the ranked memories, whether the request is about it or not (at most MEMORY_PINNED_MAX per user, 20 by default).
              * @default false
@@ -1468,6 +1579,14 @@ export interface components {
             /** Format: uri */
             previous: string | null;
         };
+        PaginatedEntityList: {
+            data: components["schemas"]["Entity"][];
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+        };
         PaginatedExtractionRunList: {
             data: components["schemas"]["ExtractionRun"][];
             count: number;
@@ -1563,6 +1682,16 @@ export interface components {
             next: string | null;
             /** Format: uri */
             previous: string | null;
+        };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
+        PatchedEntityUpdateRequest: {
+            name?: string;
+            aliases?: string[];
+            relation?: string;
+            kind?: components["schemas"]["EntityKindEnum"];
         };
         /**
          * @description An edit of the memory in context["memory"]. The output shape may be sent back (a PUT
@@ -1734,7 +1863,8 @@ export interface components {
         };
         /**
          * @description A memory's fields as a revision keeps them (services.revisions.snapshot). Revisions
-         *     written before a memory had supersession and validity lack the last four.
+         *     written before a memory had supersession and validity lack those four fields, and those
+         *     written before pins lack `pinned`.
          */
         RevisionSnapshot: {
             key: string;
@@ -1744,6 +1874,7 @@ export interface components {
             importance: number;
             /** Format: double */
             confidence: number;
+            pinned?: boolean;
             status: components["schemas"]["MemoryStatusEnum"];
             scope: components["schemas"]["ScopeEnum"];
             /** Format: uuid */
@@ -2771,6 +2902,299 @@ export interface operations {
             };
             /** @description Too many requests; wait as long as Retry-After says. */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    entities_list: {
+        parameters: {
+            query?: {
+                kind?: "organisation" | "other" | "person" | "pet" | "place";
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+                /** @description wife, dog, employer, ... */
+                relation?: string;
+            };
+            header?: {
+                /** @description The end user this request acts for: your own id for them (1 to 255 printable characters). Required with a service key (Authorization: Bearer mem_…), which then acts as that user: created by its first write unless AUTO_PROVISION_USERS is off, while a read of an unknown id answers no data and creates nothing; a key with the review scope may leave it out to act as its own staff account. Ignored with a user's token (Authorization: Token …) or a signed-in session, which act as their own user. */
+                "X-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedEntityList"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    entities_retrieve: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The end user this request acts for: your own id for them (1 to 255 printable characters). Required with a service key (Authorization: Bearer mem_…), which then acts as that user: created by its first write unless AUTO_PROVISION_USERS is off, while a read of an unknown id answers no data and creates nothing; a key with the review scope may leave it out to act as its own staff account. Ignored with a user's token (Authorization: Token …) or a signed-in session, which act as their own user. */
+                "X-User-Id"?: string;
+            };
+            path: {
+                /** @description A UUID string identifying this entity. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntityDetail"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    entities_partial_update: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The end user this request acts for: your own id for them (1 to 255 printable characters). Required with a service key (Authorization: Bearer mem_…), which then acts as that user: created by its first write unless AUTO_PROVISION_USERS is off, while a read of an unknown id answers no data and creates nothing; a key with the review scope may leave it out to act as its own staff account. Ignored with a user's token (Authorization: Token …) or a signed-in session, which act as their own user. */
+                "X-User-Id"?: string;
+            };
+            path: {
+                /** @description A UUID string identifying this entity. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedEntityUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntityDetail"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the service accepts. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not of the media type this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    entities_merge_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The end user this request acts for: your own id for them (1 to 255 printable characters). Required with a service key (Authorization: Bearer mem_…), which then acts as that user: created by its first write unless AUTO_PROVISION_USERS is off, while a read of an unknown id answers no data and creates nothing; a key with the review scope may leave it out to act as its own staff account. Ignored with a user's token (Authorization: Token …) or a signed-in session, which act as their own user. */
+                "X-User-Id"?: string;
+            };
+            path: {
+                /** @description A UUID string identifying this entity. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EntityMergeRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntityDetail"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the service accepts. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not of the media type this operation reads. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
