@@ -104,6 +104,30 @@ def _evidence(item: dict, message_count: int | None) -> tuple[tuple[int, ...], t
     return tuple(sorted(valid)), tuple(dropped[:10])
 
 
+ENTITY_KINDS = ("person", "pet", "place", "organisation", "other")
+MAX_ENTITIES = 10
+
+
+def _entities(item: dict) -> tuple[EntityMention, ...]:
+    """A memory's `entities`, the well-formed ones: they enrich a memory the answer states
+    anyway, so a malformed one is left out rather than failing the whole answer. An unknown
+    kind is "other"."""
+    given = item.get("entities")
+    if not isinstance(given, list):
+        return ()
+    found = []
+    for entity in given[:MAX_ENTITIES]:
+        if not isinstance(entity, dict) or not isinstance(entity.get("name"), str):
+            continue
+        name = entity["name"].strip()[:200]
+        relation = entity.get("relation")
+        relation = relation.strip()[:100] if isinstance(relation, str) else ""
+        kind = entity.get("kind") if entity.get("kind") in ENTITY_KINDS else "other"
+        if name:
+            found.append(EntityMention(name=name, kind=kind, relation=relation))
+    return tuple(dict.fromkeys(found))
+
+
 def parse_candidates(payload: dict, *, message_count: int | None = None) -> list[Candidate]:
     """Validated candidates. Raises MalformedOutput when the shape is wrong anywhere, so a
     half-valid answer is retried rather than half-written (`evidence` aside: see above).
@@ -131,6 +155,7 @@ def parse_candidates(payload: dict, *, message_count: int | None = None) -> list
                 scope=scope,
                 evidence=evidence,
                 evidence_dropped=dropped,
+                entities=_entities(item),
             )
         )
     return candidates

@@ -30,7 +30,11 @@ Answer with JSON only, exactly this shape:
 {"memories": [{"key": "short label", "value": "the fact, as a full sentence",
   "category": "preference|personal|work|plan|other", "importance": 0.0-1.0,
   "confidence": 0.0-1.0, "scope": "user|persona_user|project|session",
-  "evidence": [numbers of the messages that state the fact]}]}
+  "evidence": [numbers of the messages that state the fact],
+  "entities": [{"name": "Sofia", "kind": "person|pet|place|organisation|other",
+    "relation": "what it is to the user: wife, son, dog, employer, home town, or \"\""}]}]}
+entities: the people, pets, places and organisations the fact is about, other than the user,
+each by the name the conversation uses (or "my wife" when it gives none); [] when none.
 scope: "user" for facts about the user in general, "project" for facts only about the
 current project, "session" for facts only about this conversation, "persona_user" for facts
 about how the user works with this assistant persona. Answer {"memories": []} when there
