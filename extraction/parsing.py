@@ -122,7 +122,7 @@ def _entities(item: dict) -> tuple[EntityMention, ...]:
         name = entity["name"].strip()[:200]
         relation = entity.get("relation")
         relation = relation.strip()[:100] if isinstance(relation, str) else ""
-        kind = entity.get("kind") if entity.get("kind") in ENTITY_KINDS else "other"
+        kind = str(entity["kind"]) if entity.get("kind") in ENTITY_KINDS else "other"
         if name:
             found.append(EntityMention(name=name, kind=kind, relation=relation))
     return tuple(dict.fromkeys(found))

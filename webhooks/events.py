@@ -22,6 +22,7 @@ from django.utils import timezone
 from memories.models import (
     DEFAULT_TENANT_SLUG,
     ConsolidationProposal,
+    Entity,
     Memory,
     Persona,
     RevisionAction,
@@ -29,7 +30,11 @@ from memories.models import (
     Tenant,
     User,
 )
-from memories.representations import ConsolidationProposalSerializer, MemorySerializer
+from memories.representations import (
+    ConsolidationProposalSerializer,
+    EntitySerializer,
+    MemorySerializer,
+)
 from webhooks.models import DELIVER_TASK, EventType, WebhookDelivery, WebhookEndpoint
 
 # A memory's revision action, and the event it is.
@@ -222,6 +227,27 @@ def consolidation_proposal_created(proposal: ConsolidationProposal) -> int:
         data=lambda: {
             "object": "consolidation_proposal",
             **ConsolidationProposalSerializer(proposal).data,
+        },
+    )
+
+
+def entity_created(entity: Entity) -> int:
+    """entity.created: a new entity of the user, as GET /api/entities/{id} lists it."""
+    return event_emit(
+        EventType.ENTITY_CREATED,
+        user_id=entity.user_id,
+        data=lambda: dict(EntitySerializer(entity).data),
+    )
+
+
+def entity_merged(entity: Entity, *, merged_ids: Sequence[UUID]) -> int:
+    """entity.merged: `entity` took the names and memories of `merged_ids`, now gone."""
+    return event_emit(
+        EventType.ENTITY_MERGED,
+        user_id=entity.user_id,
+        data=lambda: {
+            **EntitySerializer(entity).data,
+            "merged_ids": [str(entity_id) for entity_id in merged_ids],
         },
     )
 

@@ -22,6 +22,8 @@ class EventType(models.TextChoices):
     USER_ERASED = "user.erased"
     EXTRACTION_RUN_FINISHED = "extraction_run.finished"
     PROPOSAL_CREATED = "proposal.created"
+    ENTITY_CREATED = "entity.created"
+    ENTITY_MERGED = "entity.merged"
 
 
 class WebhookEndpoint(models.Model):

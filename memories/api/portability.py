@@ -11,7 +11,12 @@ from collections.abc import Iterator
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.utils.http import parse_header_parameters
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import BaseParser
@@ -21,6 +26,7 @@ from rest_framework.views import APIView
 
 from memories import services
 from memories.api.fields import ScopeField
+from memories.api.serializers import EntityMentionSerializer
 from memories.carriers import carrier_errors
 from memories.errors import ServiceError
 from memories.models import Scope, Source, Status
@@ -71,11 +77,27 @@ class FirstRendererNegotiation(BaseContentNegotiation):
 
 
 class MemoryExportSerializer(MemorySerializer):
-    """One line of an export: the memory object plus deleted_at."""
+    """One line of an export: the memory object plus deleted_at and the entities it is about
+    (name, kind, relation, aliases), which an import links again."""
+
+    entities = serializers.SerializerMethodField()
 
     class Meta(MemorySerializer.Meta):
-        fields = [*MemorySerializer.Meta.fields, "deleted_at"]
+        fields = [*MemorySerializer.Meta.fields, "deleted_at", "entities"]
         read_only_fields = fields
+
+    @extend_schema_field(EntityMentionSerializer(many=True))
+    def get_entities(self, memory) -> list[dict]:
+        # Prefetched by exporting.memories_for_export.
+        return [
+            {
+                "name": entity.name,
+                "kind": entity.kind,
+                "relation": entity.relation,
+                "aliases": entity.aliases,
+            }
+            for entity in memory.entities.all()
+        ]
 
 
 class ExportParamsSerializer(StrictInputMixin, serializers.Serializer):
@@ -96,6 +118,10 @@ def optional_uuid() -> StrictUUIDField:
 
 def optional_time() -> PastDateTimeField:
     return PastDateTimeField(required=False, allow_null=True)
+
+
+class ExportedEntitySerializer(EntityMentionSerializer):
+    aliases = serializers.ListField(child=trimmed_char(200), required=False, max_length=50)
 
 
 class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
@@ -140,6 +166,9 @@ class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
     valid_from = optional_time()
     valid_until = optional_time()
     superseded_by_id = optional_uuid()
+    entities = serializers.ListField(
+        child=ExportedEntitySerializer(), required=False, max_length=20
+    )
 
     def validate(self, attrs):
         scope = attrs["scope"]
@@ -245,7 +274,8 @@ def _import_line(
                 for name, messages in detail.items()
             ],
         )
-    return importing.ImportLine(number=number, **fields)
+    entities = tuple(dict(entity) for entity in fields.pop("entities", ()))
+    return importing.ImportLine(number=number, entities=entities, **fields)
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ from django.db import transaction
 from memories.entities.names import fold, names_folded
 from memories.errors import InvalidInput
 from memories.models import Entity, EntityKind, Memory, User
+from webhooks.events import entity_created, entity_merged
 
 
 @dataclass(frozen=True)
@@ -78,12 +79,16 @@ def entities_link(memory: Memory, mentions: Iterable[Mention]) -> list[Entity]:
     user = memory.user
     assert user is not None  # memory.user_id is set
     entities = list(Entity.objects.filter(user_id=memory.user_id).order_by("created_at", "id"))
+    known = {entity.id for entity in entities}
     linked: list[Entity] = []
     for mention in mentions:
         entity = _entity_for(user, mention, entities)
         if entity not in linked:
             linked.append(entity)
     memory.entities.add(*linked)
+    for entity in linked:  # the events of the new ones, which already hold this memory
+        if entity.id not in known:
+            entity_created(entity)
     return linked
 
 
@@ -108,6 +113,7 @@ def entities_merge(*, keep: Entity, others: Sequence[Entity]) -> Entity:
     keep.aliases = aliases
     keep.names_folded = names_folded(keep.name, aliases)
     keep.save()
+    entity_merged(keep, merged_ids=[other.id for other in others])
     return keep
 
 

@@ -17,7 +17,7 @@ def memories_for_export(*, user: User, include_deleted: bool = False) -> QuerySe
     memories = Memory.objects.filter(changeable_by(user))
     if not include_deleted:
         memories = memories.filter(deleted_at__isnull=True)
-    return memories.order_by("created_at", "id")
+    return memories.order_by("created_at", "id").prefetch_related("entities")
 
 
 def export_lines(

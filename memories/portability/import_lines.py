@@ -61,6 +61,8 @@ class ImportLine:
     valid_from: datetime | None = None
     valid_until: datetime | None = None
     superseded_by_id: UUID | None = None
+    # The entities the memory is about ({name, kind, relation, aliases}), linked on import.
+    entities: tuple[dict, ...] = field(default=(), compare=False)
 
 
 @dataclass

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.embeddings.embedders import get_embedder
+from memories.entities.linking import Mention, entities_link
 from memories.fact_keys import lock_fact_keys
 from memories.models import (
     Memory,
@@ -94,6 +95,10 @@ def write_chunk(
             )
         if any(plan.line.pinned for plan in plans):
             pinned_limit_check(actor)
+        for plan in plans:
+            if plan.line.entities:
+                memory = created.get(plan.memory_id) or Memory.objects.get(id=plan.memory_id)
+                entities_link(memory, [_mention(entity) for entity in plan.line.entities])
         holders = superseded_holders(plans, exclude=run.file_ids | chunk_ids)
         superseded = 0
         for memory_id, old_ids in holders.items():
@@ -107,6 +112,10 @@ def write_chunk(
                     at=new.valid_from,
                 )
     return superseded
+
+
+def _mention(entity: dict) -> Mention:
+    return Mention(entity["name"], entity.get("kind", "other"), entity.get("relation", ""))
 
 
 def clear_dangling_links(links: dict[UUID, UUID], *, actor: User) -> None:

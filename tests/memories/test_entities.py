@@ -3,6 +3,8 @@ organisations a memory is about; they link to one entity per thing (by folded na
 or by a relation the user has one entity of); /api/entities lists, reads, edits and merges
 the caller's own; the rule extractor recognises the plain forms."""
 
+import json
+
 import pytest
 
 from extraction.rules import extract_by_rules
@@ -179,3 +181,24 @@ def test_an_extraction_by_rules_links_one_entity_per_person_it_names(api, owner)
     assert set(entities) == {"Sofia", "Acme"}
     assert entities["Sofia"].relation == "wife" and entities["Sofia"].memories.count() == 2
     assert [m.key for m in entities["Acme"].memories.all()] == ["employer"]
+
+
+def test_export_and_import_carry_each_memorys_entities(api, other_api, other):
+    save(api, "wife's name", "Wife is called Sofia", [wife()])
+    save(api, "wife's job", "Sofia works as a nurse", [wife()])
+    save(api, "city", "Lives in Porto", [])
+    exported = b"".join(api.get("/api/memories/export").streaming_content).decode()
+
+    response = other_api.post(
+        "/api/memories/import", exported, content_type="application/x-ndjson"
+    )
+
+    assert response.status_code == 200, response.content[:500]
+    lines = {line["key"]: line for line in map(json.loads, exported.splitlines())}
+    assert lines["wife's name"]["entities"] == [
+        {"name": "Sofia", "kind": "person", "relation": "wife", "aliases": []}
+    ]
+    assert lines["city"]["entities"] == []
+    [theirs] = Entity.objects.filter(user=other)
+    assert (theirs.name, theirs.relation) == ("Sofia", "wife")
+    assert sorted(m.key for m in theirs.memories.all()) == ["wife's job", "wife's name"]

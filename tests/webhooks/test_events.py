@@ -217,3 +217,28 @@ def test_an_import_creates_and_a_restore_supersedes(endpoint, receiver, alice, s
     assert superseded["id"] == created["id"] and superseded["status"] == "active"
     assert superseded["superseded_ids"] == [dog.json()["id"]]
     assert receiver.invalid == []
+
+
+def test_a_new_entity_and_a_merge_are_events(endpoint, receiver, alice, sent):
+    def save(key, value, name):
+        body = {"key": key, "value": value, "entities": [{"name": name, "relation": "dog"}]}
+        return sent(alice.post, "/api/memories", body, format="json")
+
+    save("pet", "Has a dog, Pip", "Pip")
+    save("walks", "Walks Pipster daily", "Pipster")
+    save("vet", "Pip sees the vet", "pip")
+    pip, pipster = (
+        e["data"] for e in receiver.events("entity.created")
+    )  # one each: the third save found Pip
+    assert (pip["name"], pip["relation"], pip["memory_count"]) == ("Pip", "dog", 1)
+
+    sent(
+        alice.post,
+        f"/api/entities/{pip['id']}/merge",
+        {"entity_ids": [pipster["id"]]},
+        format="json",
+    )
+
+    merged = one(receiver, "entity.merged")
+    assert (merged["id"], merged["merged_ids"]) == (pip["id"], [pipster["id"]])
+    assert merged["aliases"] == ["Pipster"] and merged["memory_count"] == 3

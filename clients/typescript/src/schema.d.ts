@@ -1144,6 +1144,17 @@ export interface components {
          */
         EntityKindEnum: "person" | "pet" | "place" | "organisation" | "other";
         /** @description An entity a memory is about, as a save names it. */
+        EntityMention: {
+            name: string;
+            /** @default other */
+            kind?: components["schemas"]["EntityKindEnum"];
+            /**
+             * @description What it is to the user: wife, dog, employer.
+             * @default
+             */
+            relation?: string;
+        };
+        /** @description An entity a memory is about, as a save names it. */
         EntityMentionRequest: {
             name: string;
             /** @default other */
@@ -1189,9 +1200,23 @@ export interface components {
          *     * `user.erased` - User Erased
          *     * `extraction_run.finished` - Extraction Run Finished
          *     * `proposal.created` - Proposal Created
+         *     * `entity.created` - Entity Created
+         *     * `entity.merged` - Entity Merged
          * @enum {string}
          */
-        EventTypeEnum: "memory.created" | "memory.updated" | "memory.superseded" | "memory.deleted" | "memory.approved" | "memory.rejected" | "user.erased" | "extraction_run.finished" | "proposal.created";
+        EventTypeEnum: "memory.created" | "memory.updated" | "memory.superseded" | "memory.deleted" | "memory.approved" | "memory.rejected" | "user.erased" | "extraction_run.finished" | "proposal.created" | "entity.created" | "entity.merged";
+        /** @description An entity a memory is about, as a save names it. */
+        ExportedEntityRequest: {
+            name: string;
+            /** @default other */
+            kind?: components["schemas"]["EntityKindEnum"];
+            /**
+             * @description What it is to the user: wife, dog, employer.
+             * @default
+             */
+            relation?: string;
+            aliases?: string[];
+        };
         ExtractionAccepted: {
             /** @description Follow it at GET /api/extraction-runs/{task_id}. */
             task_id: string;
@@ -1379,7 +1404,10 @@ export interface components {
              */
             replace?: boolean;
         };
-        /** @description One line of an export: the memory object plus deleted_at. */
+        /**
+         * @description One line of an export: the memory object plus deleted_at and the entities it is about
+         *     (name, kind, relation, aliases), which an import links again.
+         */
         MemoryExport: {
             /** Format: uuid */
             readonly id: string;
@@ -1436,6 +1464,7 @@ export interface components {
             readonly updated_at: string;
             /** Format: date-time */
             readonly deleted_at: string | null;
+            readonly entities: components["schemas"]["EntityMention"][];
         };
         /**
          * @description One line of an import: a memory object as the export writes it. owner_id, user_id,
@@ -1492,6 +1521,7 @@ export interface components {
             valid_until?: string | null;
             /** Format: uuid */
             superseded_by_id?: string | null;
+            entities?: components["schemas"]["ExportedEntityRequest"][];
         };
         /**
          * @description * `active` - Active
@@ -1726,7 +1756,7 @@ export interface components {
         PatchedWebhookEndpointInputRequest: {
             /** @description http:// or https:// URL. */
             url?: string;
-            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created. */
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
             events?: string[];
             /** @default  */
             description?: string;
@@ -2197,7 +2227,7 @@ export interface components {
             /** @description http:// or https:// URL. */
             readonly url: string;
             readonly description: string;
-            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created. */
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
             events: string[];
             readonly is_active: boolean;
             /** Format: date-time */
@@ -2212,7 +2242,7 @@ export interface components {
         WebhookEndpointInputRequest: {
             /** @description http:// or https:// URL. */
             url: string;
-            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created. */
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
             events: string[];
             /** @default  */
             description?: string;
@@ -2225,7 +2255,7 @@ export interface components {
             /** @description http:// or https:// URL. */
             readonly url: string;
             readonly description: string;
-            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created. */
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
             events: string[];
             readonly is_active: boolean;
             /** Format: date-time */
