@@ -4,7 +4,7 @@ from datetime import timedelta
 from django import forms
 from django.conf import settings
 
-from memories.models import Persona, ProposalKind, Scope, Source, User
+from memories.models import EntityKind, Persona, ProposalKind, Scope, Source, User
 from memories.selectors import administered_by, personas_of
 
 # The queue's age filter: (value, label, newer than, older than).
@@ -86,3 +86,22 @@ class ProposalDecisionForm(forms.Form):
     action = forms.ChoiceField(choices=[("approve", "approve"), ("reject", "reject")])
     key = forms.CharField(max_length=settings.MEMORY_KEY_MAX_LENGTH, required=False)
     value = forms.CharField(max_length=settings.MEMORY_VALUE_MAX_LENGTH, required=False)
+
+
+class EntityEditForm(forms.Form):
+    """A reviewer's rename of an entity: aliases one per line."""
+
+    name = forms.CharField(max_length=200)
+    relation = forms.CharField(max_length=100, required=False)
+    kind = forms.ChoiceField(choices=EntityKind.choices)
+    aliases = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def clean_aliases(self) -> list[str]:
+        lines = [line.strip() for line in self.cleaned_data["aliases"].splitlines()]
+        return [line[:200] for line in lines if line][:50]
+
+
+class EntityMergeForm(forms.Form):
+    """Merge the entity `other` into the one of the page's form."""
+
+    other = forms.UUIDField()

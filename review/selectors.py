@@ -7,16 +7,18 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Prefetch, Q, QuerySet
 from django.utils import timezone
 
 from extraction.models import ExtractionRun, RunStatus
 from memories import consolidation, selectors
 from memories.models import (
     ConsolidationProposal,
+    Entity,
     Memory,
     Message,
     ProposalStatus,
+    Status,
     Topic,
     User,
     WorkSession,
@@ -172,3 +174,19 @@ def conversation_window(
 
 def conversation_message_count(source: Topic | WorkSession) -> int:
     return _source_messages(source).count()
+
+
+def entities_of_users(*, actor: User, user_id: UUID | None = None) -> QuerySet[Entity]:
+    """The entities of the users `actor` administers (of one user with user_id), with their
+    current memories, by user, relation and name."""
+    current = Memory.objects.filter(status=Status.ACTIVE, deleted_at__isnull=True).order_by(
+        "-updated_at"
+    )
+    entities = Entity.objects.filter(selectors.administered_by(actor, via="user__"))
+    if user_id is not None:
+        entities = entities.filter(user_id=user_id)
+    return (
+        entities.select_related("user")
+        .prefetch_related(Prefetch("memories", queryset=current, to_attr="current_memories"))
+        .order_by("user__username", "relation", "name", "id")
+    )

@@ -11,5 +11,8 @@ urlpatterns = [
     path("memories/<uuid:memory_id>/edit", views.edit, name="edit"),
     path("conversations/<str:kind>/<uuid:source_id>", views.conversation, name="conversation"),
     path("proposals", views.proposals, name="proposals"),
+    path("entities", views.entities, name="entities"),
+    path("entities/<uuid:entity_id>/edit", views.entity_edit, name="entity-edit"),
+    path("entities/<uuid:entity_id>/merge", views.entity_merge, name="entity-merge"),
     path("proposals/<uuid:proposal_id>/decide", views.proposal_decide, name="proposal-decide"),
 ]

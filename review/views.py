@@ -1,7 +1,7 @@
 """Staff review pages: the pending queue (per-card and bulk approve/reject, filters, the
 messages each candidate was extracted from), edit-then-approve, the conversation a candidate
-came from, consolidation proposals, and a dashboard. Every change goes through memories'
-services, so it is revisioned and indexed."""
+came from, consolidation proposals, the users' entities (rename, merge), and a dashboard.
+Every change goes through memories' services, so it is revisioned and indexed."""
 
 import functools
 import uuid
@@ -18,11 +18,14 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memories import consolidation, selectors, services
+from memories.entities.linking import entities_merge, entity_rename
 from memories.errors import ServiceError
-from memories.models import Memory, ProposalKind, Status, Topic, WorkSession
+from memories.models import Entity, Memory, ProposalKind, Status, Topic, WorkSession
 from review import selectors as review_selectors
 from review.forms import (
     BulkActionForm,
+    EntityEditForm,
+    EntityMergeForm,
     MemoryEditForm,
     ProposalDecisionForm,
     ProposalFilterForm,
@@ -291,3 +294,85 @@ def proposal_decide(request, proposal_id):
         count = len(proposal.memories.all())
         messages.success(request, f"{done} the {what} of {count} {pluralize_memories(count)}.")
     return back
+
+
+@staff_required
+def entities(request):
+    """The entities of the users the reviewer administers (?user= one of them), each with
+    its memories, a rename form and a merge into another entity of the same user."""
+    user_id = request.GET.get("user") or None
+    try:
+        chosen = uuid.UUID(user_id) if user_id else None
+    except ValueError:
+        raise Http404("No such user.") from None
+    listed = list(review_selectors.entities_of_users(actor=request.user, user_id=chosen))
+    by_user: dict = {}
+    for entity in listed:
+        by_user.setdefault(entity.user_id, []).append(entity)
+    return render(
+        request,
+        "review/entities.html",
+        {
+            "entities": [
+                (
+                    entity,
+                    # Prefixed: one form per entity on the page, each with ids of its own.
+                    EntityEditForm(initial=_entity_initial(entity), prefix=str(entity.id)),
+                    by_user[entity.user_id],
+                )
+                for entity in listed
+            ],
+            "next_url": request.get_full_path(),
+        },
+    )
+
+
+def _entity_initial(entity: Entity) -> dict:
+    return {
+        "name": entity.name,
+        "relation": entity.relation,
+        "kind": entity.kind,
+        "aliases": "\n".join(entity.aliases),
+    }
+
+
+def _administered_entity(request, entity_id) -> Entity:
+    entity = review_selectors.entities_of_users(actor=request.user).filter(id=entity_id).first()
+    if entity is None:
+        raise Http404("No such entity.")
+    return entity
+
+
+@staff_required
+@require_POST
+def entity_edit(request, entity_id):
+    entity = _administered_entity(request, entity_id)
+    form = EntityEditForm(request.POST, prefix=str(entity.id))
+    if form.is_valid():
+        entity_rename(entity, changes=form.cleaned_data)
+        messages.success(request, f"Saved “{entity.name}”.")
+    else:
+        problems = "; ".join(f"{name}: {' '.join(e)}" for name, e in form.errors.items())
+        messages.error(request, f"Nothing was changed: {problems}")
+    return redirect(_safe_next(request.POST.get("next") or reverse("review:entities")))
+
+
+@staff_required
+@require_POST
+def entity_merge(request, entity_id):
+    keep = _administered_entity(request, entity_id)
+    form = EntityMergeForm(request.POST)
+    other = (
+        Entity.objects.filter(id=form.cleaned_data["other"], user_id=keep.user_id).first()
+        if form.is_valid()
+        else None
+    )
+    if other is None:
+        messages.error(request, "Choose another entity of the same user to merge.")
+    else:
+        try:
+            entities_merge(keep=keep, others=[other])
+            messages.success(request, f"Merged “{other.name}” into “{keep.name}”.")
+        except ServiceError as exc:
+            messages.error(request, exc.detail)
+    return redirect(_safe_next(request.POST.get("next") or reverse("review:entities")))

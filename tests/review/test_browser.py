@@ -13,6 +13,7 @@ from extraction.models import ExtractionRun, RunStatus, SourceKind
 from memories import services
 from memories.accounts.tenants import default_tenant
 from memories.models import (
+    Entity,
     Memory,
     MemoryRevision,
     Persona,
@@ -285,3 +286,36 @@ def test_staff_pin_a_candidate_while_approving_it_in_the_browser(browser_page, l
         "/api/memories/context", {"query": "What is 7 times 8?"}, format="json"
     )
     assert "Prefers short answers" in response.json()["hint"]
+
+
+def test_staff_rename_and_merge_a_users_entities_in_the_browser(browser_page, live_server, owner):
+    api = client_for(owner)
+    for key, value, name in [
+        ("pet", "Has a dog called Pip", "Pip"),
+        ("walks", "Walks Pipster every morning", "Pipster"),
+    ]:
+        body = {"key": key, "value": value, "entities": [{"name": name, "kind": "pet"}]}
+        assert api.post("/api/memories", body, format="json").status_code == 201
+    pip, pipster = Entity.objects.order_by("name")
+    page = browser_page
+    log_in(page, live_server, next_path="/review/entities")
+
+    card = page.locator(f'li.entity[data-id="{pip.id}"]')
+    assert "Has a dog called Pip" in card.inner_text()
+    card.locator("summary").click()
+    card.get_by_label("Relation").fill("dog")
+    card.get_by_role("button", name="Save").click()
+    page.wait_for_url(re.compile(r"/review/entities$"))
+    assert Entity.objects.get(id=pip.id).relation == "dog"
+
+    card = page.locator(f'li.entity[data-id="{pip.id}"]')
+    card.locator("select[name=other]").select_option(str(pipster.id))
+    card.get_by_role("button", name="Merge").click()
+    page.wait_for_url(re.compile(r"/review/entities$"))
+
+    assert "Merged" in page.locator("ul.messages li.success").inner_text()
+    [merged] = Entity.objects.all()
+    assert (merged.id, merged.aliases, merged.memories.count()) == (pip.id, ["Pipster"], 2)
+    assert (
+        "Walks Pipster every morning" in page.locator(f'li.entity[data-id="{pip.id}"]').inner_text()
+    )

@@ -913,3 +913,32 @@ def test_the_edit_link_brings_staff_back_to_the_filtered_queue(staff_client, own
     back = urlsplit(redirected_to(response))
     assert back.path == QUEUE
     assert parse_qs(back.query) == {"user": [str(owner.id)], "category": ["places"]}
+
+
+def test_a_tenants_review_account_sees_and_changes_only_its_own_tenants_entities(db):
+    from memories.models import Entity
+
+    accounts, entities = {}, {}
+    for slug in ("acme", "globex"):
+        tenant = tenant_get_or_create(slug=slug)
+        key, _ = api_key_create(name=f"{slug} review", scopes=["review"], tenant=tenant)
+        accounts[slug] = key.account
+        user = User.objects.create(username=f"{slug}-user", tenant=tenant, external_id="u1")
+        memory = make_memory(user, key="wife", value=f"Married to {slug} Sofia")
+        entities[slug] = Entity.objects.create(
+            user=user, name=f"{slug} Sofia", relation="wife", names_folded=[f"{slug} sofia"]
+        )
+        entities[slug].memories.add(memory)
+
+    client = Client()
+    client.force_login(accounts["acme"])
+    text = page_of(client.get("/review/entities")).text
+    renamed = client.post(
+        f"/review/entities/{entities['globex'].id}/edit",
+        {f"{entities['globex'].id}-name": "taken over", f"{entities['globex'].id}-kind": "person"},
+    )
+
+    assert "acme Sofia" in text and "Married to acme Sofia" in text
+    assert "globex" not in text
+    assert renamed.status_code == 404
+    assert Entity.objects.get(id=entities["globex"].id).name == "globex Sofia"
