@@ -120,6 +120,17 @@ if not 0 < MEMORY_HINT_MAX_SHARE <= 1:
     raise ConfigurationError(
         f"MEMORY_HINT_MAX_SHARE={MEMORY_HINT_MAX_SHARE}: expected a share above 0, at most 1"
     )
+# Entities a query names (memories/recall/entities.py): their memories are relevant when the
+# evidence reaches RECALL_ENTITY_PASS (a named entity 1, one of a named group 0.8), and
+# the evidence fills RECALL_ENTITY_WEIGHT of the relevance similarity and keywords left.
+RECALL_ENTITY_WEIGHT = env.float("RECALL_ENTITY_WEIGHT", default=0.6)
+RECALL_ENTITY_PASS = env.float("RECALL_ENTITY_PASS", default=0.5)
+for _name, _value in (
+    ("RECALL_ENTITY_WEIGHT", RECALL_ENTITY_WEIGHT),
+    ("RECALL_ENTITY_PASS", RECALL_ENTITY_PASS),
+):
+    if not 0 <= _value <= 1:
+        raise ConfigurationError(f"{_name}={_value}: expected a share from 0 to 1")
 # Pinned memories: at most this many current ones per end user (or per persona, for persona
 # memories), a 400 naming `pinned` beyond; every context hint starts with them, within this
 # share of the budget (the rest is for what recall ranks).

@@ -344,6 +344,9 @@ class ContextRequestSerializer(RecallContextSerializer):
 
 class ScorePartsSerializer(serializers.Serializer):
     relevance = serializers.FloatField()
+    entity = serializers.FloatField(
+        help_text="What naming one of the memory's entities (or their group) added."
+    )
     importance = serializers.FloatField()
     recency = serializers.FloatField()
     frequency = serializers.FloatField()

@@ -43,6 +43,7 @@ class Candidate(NamedTuple):  # a tuple: a recall builds some 100 of them
     updated_at: datetime
     last_accessed_at: datetime | None
     access_count: int
+    entity: float = 0.0  # evidence that the query names an entity it is about (entities.py)
 
 
 def keyword_hits(
@@ -62,17 +63,21 @@ def find_candidates(
     k: int,
     keyword: dict[UUID, KeywordHit[UUID]],
     as_of: datetime | None = None,
+    entity: dict[UUID, float] | None = None,
 ) -> list[Candidate]:
     """Up to k nearest neighbours and the keyword hits (keyword_hits), active in these
     scopes; with as_of, the memories that were current then (valid_at), superseded and
     archived ones included, found by vector (the keyword index holds active memories only)."""
     if not scopes:
         return []
+    entity = entity or {}
+    # The memories of the entities the query names are fetched as the keyword hits are.
+    wanted = [*keyword, *(memory_id for memory_id in entity if memory_id not in keyword)]
     if as_of is None and vector is not None and get_vector_store().composes_sql:
-        rows, similarities = _in_one_statement(vector=vector, scopes=scopes, k=k, keyword=keyword)
+        rows, similarities = _in_one_statement(vector=vector, scopes=scopes, k=k, keyword=wanted)
     else:
         rows, similarities = _step_by_step(
-            vector=vector, scopes=scopes, k=k, keyword=keyword, as_of=as_of
+            vector=vector, scopes=scopes, k=k, keyword=wanted, as_of=as_of
         )
     best_keyword = max((hit.score for hit in keyword.values()), default=0.0)
     candidates = []
@@ -90,6 +95,7 @@ def find_candidates(
                 updated_at=row[4],
                 last_accessed_at=row[5],
                 access_count=row[6],
+                entity=entity.get(row[0], 0.0),
             )
         )
     return candidates

@@ -16,6 +16,7 @@ from memories.recall import scoring
 from memories.recall.access import memory_record_access
 from memories.recall.calibration import Calibration, calibrate
 from memories.recall.candidates import Candidate, find_candidates, keyword_hits
+from memories.recall.entities import entity_evidence
 from ops.metrics import recall_stage
 
 
@@ -51,9 +52,10 @@ def memory_recall(
             vector = embed_query(query)
     with recall_stage("keyword"):
         keyword = keyword_hits(query=query, scopes=scopes, k=k)
+        entity = entity_evidence(query=query, scopes=scopes)
     with recall_stage("candidates"):
         candidates = find_candidates(
-            vector=vector, scopes=scopes, k=k, keyword=keyword, as_of=as_of
+            vector=vector, scopes=scopes, k=k, keyword=keyword, as_of=as_of, entity=entity
         )
     with recall_stage("scoring"):
         calibration = calibrate(vector)
@@ -86,8 +88,11 @@ def close_to_best(hits: Sequence[RecallHit], share: float) -> list[RecallHit]:
     """The hits whose relevance is at least `share` of the best one's, in order: what the
     hint holds, so that a request served by one or two memories does not get filler lines
     because the budget has room."""
-    best = max((hit.score.relevance for hit in hits), default=0.0)
-    return [hit for hit in hits if hit.score.relevance >= share * best]
+    def evidence(hit: RecallHit) -> float:
+        return hit.score.relevance + hit.score.entity
+
+    best = max((evidence(hit) for hit in hits), default=0.0)
+    return [hit for hit in hits if evidence(hit) >= share * best]
 
 
 def rank(
@@ -119,6 +124,7 @@ def rank(
             keyword_evidence=candidate.keyword_evidence,
             about_user=about_user,
             weights=weights,
+            entity_evidence=candidate.entity,
         ):
             continue
         relevance = scoring.relevance(
@@ -128,7 +134,10 @@ def rank(
             vector_share=weights.vector_share,
             span=weights.similarity_span,
         )
-        if min_relevance is not None and relevance < min_relevance:
+        if (
+            min_relevance is not None
+            and scoring.with_entity(relevance, candidate.entity, weights) < min_relevance
+        ):
             continue
         score = scoring.score(
             relevance_value=relevance,
@@ -139,6 +148,7 @@ def rank(
             scope=candidate.scope,
             now=now,
             weights=weights,
+            entity_evidence=candidate.entity,
         )
         scored.append((candidate.memory_id, score, candidate.importance, candidate.updated_at))
     # Equal scores (most often memories with no evidence at all, scored 0, which a question

@@ -35,6 +35,9 @@ A candidate is relevant when either holds:
 Without an embedder, keyword evidence alone decides (keyword_floor).
 Others are dropped whatever their other signals, so importance, recency and popularity
 re-order relevant memories but never bring in others.
+A memory linked to an entity the query names (entities.py) is relevant on that evidence
+(entity_pass) and its relevance is raised by it (with_entity); what that adds to R·(1 − band)
+is the `entity` part, the rest the `relevance` part.
 The parts returned are the terms of the expanded product (relevance R·(1 − band), importance
 R·2·band·w_importance/W·importance, and so on, scope_bonus the scope's share of the rest), so
 they add up to the score.
@@ -67,6 +70,8 @@ class Weights:
     scope_bonus: dict
     adjustment_band: float = 0.15
     keyword_pass: float = 1.0
+    entity_weight: float = 0.6
+    entity_pass: float = 0.5
 
     @classmethod
     def from_settings(cls) -> "Weights":
@@ -89,6 +94,8 @@ class Weights:
             scope_bonus=dict(settings.RECALL_SCOPE_BONUS),
             adjustment_band=settings.RECALL_ADJUSTMENT_BAND,
             keyword_pass=settings.RECALL_KEYWORD_PASS,
+            entity_weight=settings.RECALL_ENTITY_WEIGHT,
+            entity_pass=settings.RECALL_ENTITY_PASS,
         )
 
 
@@ -100,10 +107,12 @@ class Score:
     recency: float
     frequency: float
     scope_bonus: float
+    entity: float = 0.0
 
     def parts(self) -> dict[str, float]:
         return {
             "relevance": self.relevance,
+            "entity": self.entity,
             "importance": self.importance,
             "recency": self.recency,
             "frequency": self.frequency,
@@ -134,9 +143,12 @@ def is_relevant(
     keyword_evidence: float,
     about_user: float,
     weights: Weights,
+    entity_evidence: float = 0.0,
 ) -> bool:
     """See the module docstring. Similarities are calibrated ones; None means no embedder
     (keyword evidence only)."""
+    if entity_evidence >= weights.entity_pass:
+        return True
     if similarity is None:
         return keyword_evidence > 0 and keyword_evidence >= weights.keyword_floor
     if keyword_evidence >= weights.keyword_pass:
@@ -168,6 +180,12 @@ def frequency(access_count: int) -> float:
     return min(1.0, math.log1p(access_count) / math.log(101))
 
 
+def with_entity(relevance_value: float, entity_evidence: float, weights: Weights) -> float:
+    """The relevance of a memory whose entity the query names: entity evidence fills
+    entity_weight of what similarity and keywords left (0..1 still)."""
+    return relevance_value + (1.0 - relevance_value) * weights.entity_weight * entity_evidence
+
+
 def score(
     *,
     relevance_value: float,
@@ -178,10 +196,13 @@ def score(
     scope: str,
     now: datetime,
     weights: Weights,
+    entity_evidence: float = 0.0,
 ) -> Score:
     """See the module docstring: relevance_value (0..1) sets the score, the other signals
-    move it within the band."""
-    evidence = weights.relevance * relevance_value
+    move it within the band; entity_evidence raises the relevance (with_entity), and what it
+    adds is the `entity` part."""
+    combined = with_entity(relevance_value, entity_evidence, weights)
+    evidence = weights.relevance * combined
     band = weights.adjustment_band
     signals = (
         (weights.importance, importance),
@@ -204,11 +225,14 @@ def score(
         moved = [0.0, 0.0, 0.0]
         base = evidence
     bonus = (base + sum(moved)) * weights.scope_bonus.get(scope, 0.0)
+    # The base splits into what similarity and keywords earned and what the entity added.
+    entity = base * (combined - relevance_value) / combined if combined > 0 else 0.0
     return Score(
         total=base + sum(moved) + bonus,
-        relevance=base,
+        relevance=base - entity,
         importance=moved[0],
         recency=moved[1],
         frequency=moved[2],
         scope_bonus=bonus,
+        entity=entity,
     )

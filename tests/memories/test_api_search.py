@@ -51,7 +51,14 @@ def test_each_result_carries_score_and_parts_that_sum_to_it(api, facts):
     assert results
     for result in results:
         parts = result["score_parts"]
-        assert set(parts) == {"relevance", "importance", "recency", "frequency", "scope_bonus"}
+        assert set(parts) == {
+            "relevance",
+            "entity",
+            "importance",
+            "recency",
+            "frequency",
+            "scope_bonus",
+        }
         assert sum(parts.values()) == pytest.approx(result["score"])
     scores = [r["score"] for r in results]
     assert scores == sorted(scores, reverse=True)

@@ -2035,6 +2035,11 @@ export interface components {
         ScoreParts: {
             /** Format: double */
             relevance: number;
+            /**
+             * Format: double
+             * @description What naming one of the memory's entities (or their group) added.
+             */
+            entity: number;
             /** Format: double */
             importance: number;
             /** Format: double */

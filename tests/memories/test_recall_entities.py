@@ -1,0 +1,115 @@
+"""Recall uses the links (issue 45, item 3): a query that names an entity (name, alias,
+relation, in English or another language) or a group of relations ("family", "kids", "pets")
+brings that entity's memories in, relevant on that evidence, with an `entity` score part; a
+query that names none ranks as before."""
+
+import pytest
+
+from memories.models import Entity
+from memories.recall.entities import GROUP_EVIDENCE, matched_entities
+
+CONTEXT = "/api/memories/context"
+SEARCH = "/api/memories/search"
+
+
+def save(api, key, value, entities=()):
+    body = {"key": key, "value": value, "entities": list(entities)}
+    response = api.post("/api/memories", body, format="json")
+    assert response.status_code == 201, response.content[:500]
+    return response.json()
+
+
+@pytest.fixture
+def family(api):
+    """A user with a wife, a son, two dogs, an employer, and facts about none of them."""
+    wife = {"name": "Sofia", "kind": "person", "relation": "wife"}
+    son = {"name": "Leo", "kind": "person", "relation": "son"}
+    pip = {"name": "Pip", "kind": "pet", "relation": "dog"}
+    olive = {"name": "Olive", "kind": "pet", "relation": "dog"}
+    acme = {"name": "Acme", "kind": "organisation", "relation": "employer"}
+    return {
+        "wife": save(api, "wife's hobby", "Sofia loves sailing", [wife]),
+        "son": save(api, "son's school", "Leo is in third grade", [son]),
+        "dogs": save(api, "dogs", "Pip and Olive are beagles", [pip, olive]),
+        "job": save(api, "employer", "Works at Acme", [acme]),
+        "diet": save(api, "diet", "Is vegetarian"),
+        "stack": save(api, "backend stack", "Prefers Go with Gin"),
+    }
+
+
+def keys_of(response) -> list[str]:
+    assert response.status_code == 200, response.content[:500]
+    return [memory["key"] for memory in response.json()["memories"]]
+
+
+def test_a_family_request_brings_the_partner_the_son_and_the_dogs(api, family):
+    hint = keys_of(
+        api.post(CONTEXT, {"query": "What should we do this weekend as a family?"}, format="json")
+    )
+
+    assert {"wife's hobby", "son's school", "dogs"} <= set(hint[:5])
+    assert "employer" not in hint and "backend stack" not in hint
+
+
+@pytest.mark.parametrize(
+    "query, key",
+    [
+        ("Any ideas for a present for my wife?", "wife's hobby"),
+        ("what does Sofia like?", "wife's hobby"),
+        ("sofía", "wife's hobby"),
+        ("¿Qué le gusta a mi esposa?", "wife's hobby"),
+        ("Comment va mon fils à l'école ?", "son's school"),
+        ("user pets", "dogs"),
+        ("kids", "son's school"),
+    ],
+)
+def test_an_entity_named_any_way_brings_its_memories_first(api, family, query, key):
+    response = api.get(SEARCH, {"q": query})
+
+    assert response.status_code == 200, response.content[:500]
+    results = response.json()["data"]
+    assert results and results[0]["key"] == key, [r["key"] for r in results]
+    parts = results[0]["score_parts"]
+    assert parts["entity"] > 0
+    assert sum(parts.values()) == pytest.approx(results[0]["score"])
+
+
+def test_a_query_that_names_no_entity_has_no_entity_part(api, family):
+    response = api.get(SEARCH, {"q": "am I vegetarian?"})
+
+    results = response.json()["data"]
+    assert results[0]["key"] == "diet"
+    assert all(result["score_parts"]["entity"] == 0 for result in results)
+
+
+def test_an_unrelated_question_still_gets_nothing(api, family):
+    assert (
+        keys_of(api.post(CONTEXT, {"query": "What is the capital of Kenya?"}, format="json")) == []
+    )
+
+
+def test_another_users_entities_bring_nothing(api, other_api, family):
+    save(other_api, "diet", "Is vegan")
+
+    response = other_api.get(SEARCH, {"q": "what does Sofia like?"})
+
+    results = response.json()["data"]
+    assert "wife's hobby" not in [r["key"] for r in results]
+    assert all(result["score_parts"]["entity"] == 0 for result in results)
+
+
+def test_matching_reads_names_relations_groups_and_other_languages(db):
+    rows = [
+        ("a", "person", "wife", ["sofia", "my wife"]),
+        ("b", "pet", "dog", ["pip"]),
+        ("c", "organisation", "employer", ["acme corp"]),
+    ]
+
+    assert matched_entities("Sofia's birthday", rows) == {"a": 1.0}
+    assert matched_entities("gifts for my wife", rows) == {"a": 1.0}
+    assert matched_entities("la familia", rows) == {"a": GROUP_EVIDENCE, "b": GROUP_EVIDENCE}
+    assert matched_entities("haustiere", rows) == {"b": GROUP_EVIDENCE}
+    assert matched_entities("news from ACME Corp", rows) == {"c": 1.0}
+    assert matched_entities("acme", rows) == {}  # a part of a name is not the name
+    assert matched_entities("let's chat about cats", rows) == {}
+    assert not Entity.objects.exists()
