@@ -283,3 +283,28 @@ def test_retry_after_is_read_as_seconds_or_an_http_date():
     assert policy.delay(unnamed, 1) == 1.0  # backoff 0.5 * 2**1
     assert policy.delay(httpx.Response(500), 0) is None
     assert policy.delay(httpx.Response(429, headers={"Retry-After": "60"}), 0) is None
+
+
+def test_pins_and_entities_through_the_client(service):
+    with service.client() as alice:
+        style = alice.save(key="answer style", value="Prefers short answers", pinned=True)
+        alice.save(
+            key="wife's hobby",
+            value="Sofia loves sailing",
+            entities=[{"name": "Sofia", "kind": "person", "relation": "wife"}],
+        )
+        alice.save(
+            key="anniversary",
+            value="Anniversary in May",
+            entities=[{"name": "my wife", "relation": "wife"}],
+        )
+
+        assert style["pinned"] is True
+        assert "Prefers short answers" in alice.context("What is 7 times 8?")["hint"]
+        [sofia] = alice.entities(relation="wife")
+        assert (sofia["name"], sofia["memory_count"]) == ("Sofia", 2)
+        renamed = alice.update_entity(sofia["id"], aliases=["Sofi"])
+        assert renamed["aliases"] == ["Sofi"] and len(renamed["memories"]) == 2
+        [hit, *_] = alice.search("what does Sofi like?")
+        assert hit["key"] == "wife's hobby" and hit["score_parts"]["entity"] > 0
+        assert alice.update(style["id"], pinned=False)["pinned"] is False

@@ -19,6 +19,8 @@ from memory_client.errors import (
 from memory_client.transport import RetryPolicy
 from memory_client.types import (
     Context,
+    Entity,
+    EntityDetail,
     ExportedMemory,
     ExtractionRun,
     Memory,
@@ -33,6 +35,8 @@ __all__ = [
     "BadRequest",
     "Conflict",
     "Context",
+    "Entity",
+    "EntityDetail",
     "ExportedMemory",
     "ExtractionRun",
     "Memory",

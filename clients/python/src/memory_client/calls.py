@@ -15,6 +15,8 @@ import httpx
 
 from memory_client.types import (
     Context,
+    Entity,
+    EntityDetail,
     ExportedMemory,
     ExtractionRun,
     Me,
@@ -87,7 +89,8 @@ def _body(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def save(*, key: str, value: str, **fields: Any) -> Call[SavedMemory]:
     """Save a fact (POST /api/memories): `fields` as the API takes them (category,
-    importance, confidence, scope, project_id, persona_id, valid_from, replace). A key
+    importance, confidence, scope, project_id, persona_id, valid_from, replace, pinned,
+    entities: [{"name", "kind", "relation"}]). A key
     names one fact: another value replaces the current one (`superseded_ids`); the same
     value answers the memory that says it (`created` false)."""
     return Call("POST", "/api/memories", _json, json={"key": key, "value": value, **fields})
@@ -117,7 +120,7 @@ def get(memory_id: str) -> Call[Memory]:
 
 
 def update(memory_id: str, **fields: Any) -> Call[Memory]:
-    """Edit key, value, category, importance or confidence (PATCH; re-embeds)."""
+    """Edit key, value, category, importance, confidence or pinned (PATCH; re-embeds)."""
     return Call("PATCH", f"/api/memories/{_id(memory_id)}", _json, json=dict(fields))
 
 
@@ -194,3 +197,26 @@ def call_tool(name: str, arguments: Any, **context: Any) -> Call[dict[str, Any]]
     """Run a tool with a model's arguments (an object or its JSON string); `context`:
     topic_id, project_id, persona_id, work_session_id."""
     return Call("POST", f"/api/tools/{_id(name)}", _json, params=_params(context), json=arguments)
+
+
+def entities(kind: str | None = None, relation: str | None = None) -> Call[list[Entity]]:
+    """The user's entities (people, pets, places, organisations), filtered by kind or
+    relation (GET /api/entities; the first page of up to 100)."""
+    params = _params({"kind": kind, "relation": relation, "page_size": 100})
+    return Call("GET", "/api/entities", _data, params=params)
+
+
+def entity(entity_id: str) -> Call[EntityDetail]:
+    """One entity with its current memories (GET /api/entities/{id})."""
+    return Call("GET", f"/api/entities/{_id(entity_id)}", _json)
+
+
+def update_entity(entity_id: str, **fields: Any) -> Call[EntityDetail]:
+    """Rename: name, aliases, relation or kind (PATCH /api/entities/{id})."""
+    return Call("PATCH", f"/api/entities/{_id(entity_id)}", _json, json=dict(fields))
+
+
+def merge_entities(entity_id: str, others: Iterable[str]) -> Call[EntityDetail]:
+    """Merge `others` into the entity: it takes their memories and names (as aliases)."""
+    body = {"entity_ids": [str(other) for other in others]}
+    return Call("POST", f"/api/entities/{_id(entity_id)}/merge", _json, json=body)

@@ -124,6 +124,12 @@ class Endpoints:
     extract = endpoint(calls.extract)
     extraction_run = endpoint(calls.extraction_run)
 
+    # Entities
+    entities = endpoint(calls.entities)
+    entity = endpoint(calls.entity)
+    update_entity = endpoint(calls.update_entity)
+    merge_entities = endpoint(calls.merge_entities)
+
     # Tools
     tools = endpoint(calls.tools)
     call_tool = endpoint(calls.call_tool)

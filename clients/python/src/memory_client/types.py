@@ -27,6 +27,7 @@ class Memory(TypedDict):
     importance: float
     confidence: float
     status: Status
+    pinned: bool  # in every context hint of its scopes, ahead of the ranked memories
     supersedes_id: str | None
     superseded_by_id: str | None
     valid_from: str
@@ -45,12 +46,39 @@ class SavedMemory(Memory):
     similar_ids: list[str] | None
 
 
+class ExportedEntity(TypedDict):
+    name: str
+    kind: str
+    relation: str
+    aliases: list[str]
+
+
 class ExportedMemory(Memory):
     deleted_at: str | None
+    entities: list[ExportedEntity]
+
+
+class Entity(TypedDict):
+    """A person, pet, place, organisation or other thing the user's memories are about."""
+
+    id: str
+    user_id: str
+    kind: str  # person, pet, place, organisation, other
+    relation: str  # what it is to the user: wife, son, dog, employer; "" when unknown
+    name: str
+    aliases: list[str]
+    memory_count: int
+    created_at: str
+    updated_at: str
+
+
+class EntityDetail(Entity):
+    memories: list[Memory]
 
 
 class ScoreParts(TypedDict):
     relevance: float
+    entity: float  # what naming one of the memory's entities added
     importance: float
     recency: float
     frequency: float
