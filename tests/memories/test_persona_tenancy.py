@@ -492,6 +492,12 @@ UNRELATED = {
     "webhook-delivery-replay": "a tenant's own endpoints",
     "webhook-rotate-secret": "a tenant's own endpoints",
     "review:dashboard": "counts and extraction runs; no persona and no memory text",
+    "entity-list": "the caller's own entities; entities are of end users, never of a persona",
+    "entity-detail": "the caller's own entities",
+    "entity-merge": "the caller's own entities",
+    "review:entities": "end users' entities, tenant-scoped by user (review/test_views)",
+    "review:entity-edit": "end users' entities, tenant-scoped by user (review/test_views)",
+    "review:entity-merge": "end users' entities, tenant-scoped by user",
     # The admin's own pages, and models that hold no persona.
     **{
         f"admin:{name}": "the admin's own pages"

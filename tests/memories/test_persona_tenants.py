@@ -180,10 +180,15 @@ def test_the_migration_gives_existing_personas_the_default_tenant_making_it_if_m
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(after)
-
-    persona = Persona.objects.get(name="Old helper")
-    assert persona.tenant.slug == "default"
-    assert Tenant.objects.count() == 1
+    try:
+        persona = Persona.objects.get(name="Old helper")
+        assert persona.tenant.slug == "default"
+        assert Tenant.objects.count() == 1
+    finally:
+        # The later migrations again, so the tests after this one find today's schema.
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 @pytest.mark.parametrize("slug", ["a\u0000b", "no spaces", 7])
