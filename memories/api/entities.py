@@ -44,7 +44,12 @@ class EntityViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
                 raise InvalidInput(f"kind is one of {', '.join(EntityKind.values)}.", field="kind")
             entities = entities.filter(kind=params["kind"])
         if "relation" in params:
-            entities = entities.filter(relation__iexact=params["relation"].strip())
+            relation = params["relation"].strip()
+            if len(relation) > 100 or not relation.isprintable():
+                raise InvalidInput(
+                    "relation is at most 100 printable characters.", field="relation"
+                )
+            entities = entities.filter(relation__iexact=relation)
         return entities.order_by("relation", "name", "id")
 
     @extend_schema(

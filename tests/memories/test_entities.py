@@ -135,6 +135,11 @@ def test_an_unknown_kind_filter_is_a_400(api):
     assert_error(api.get(URL, {"kind": "dragon"}), 400, "kind")
 
 
+@pytest.mark.parametrize("relation", ["a\x00b", "x" * 101])
+def test_a_relation_filter_that_is_not_printable_text_is_a_400(api, relation):
+    assert_error(api.get(URL, {"relation": relation}), 400, "relation")
+
+
 def test_erasing_the_user_erases_their_entities(api, owner):
     save(api, "wife's name", "Wife is called Sofia", [wife()])
 
