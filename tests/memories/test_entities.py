@@ -194,9 +194,7 @@ def test_export_and_import_carry_each_memorys_entities(api, other_api, other):
     save(api, "city", "Lives in Porto", [])
     exported = b"".join(api.get("/api/memories/export").streaming_content).decode()
 
-    response = other_api.post(
-        "/api/memories/import", exported, content_type="application/x-ndjson"
-    )
+    response = other_api.post("/api/memories/import", exported, content_type="application/x-ndjson")
 
     assert response.status_code == 200, response.content[:500]
     lines = {line["key"]: line for line in map(json.loads, exported.splitlines())}
@@ -207,3 +205,24 @@ def test_export_and_import_carry_each_memorys_entities(api, other_api, other):
     [theirs] = Entity.objects.filter(user=other)
     assert (theirs.name, theirs.relation) == ("Sofia", "wife")
     assert sorted(m.key for m in theirs.memories.all()) == ["wife's job", "wife's name"]
+
+
+def test_another_tenants_key_for_the_same_external_id_gets_404_and_writes_nothing(db):
+    from memories.accounts.tenants import tenant_get_or_create
+    from tests.conftest import key_client, new_key
+
+    ours = key_client(new_key("read", "write"), "ext-alice")
+    theirs = key_client(
+        new_key("read", "write", tenant=tenant_get_or_create(slug="b")), "ext-alice"
+    )
+    save(ours, "wife's name", "Wife is called Sofia", [wife()])
+    [entity] = Entity.objects.all()
+
+    assert theirs.get(URL).json()["data"] == []
+    assert_error(theirs.get(f"{URL}/{entity.id}"), 404, "id")
+    assert_error(theirs.patch(f"{URL}/{entity.id}", {"name": "x"}, format="json"), 404, "id")
+    merge = theirs.post(f"{URL}/{entity.id}/merge", {"entity_ids": [str(entity.id)]}, format="json")
+    assert_error(merge, 404, "id")
+    search = theirs.get("/api/memories/search", {"q": "what does Sofia like?"}).json()["data"]
+    assert all(hit["score_parts"]["entity"] == 0 for hit in search)
+    assert Entity.objects.get(id=entity.id).name == "Sofia" and Entity.objects.count() == 1
