@@ -142,6 +142,33 @@ if not 0 < MEMORY_HINT_PINNED_SHARE <= 1:
     raise ConfigurationError(
         f"MEMORY_HINT_PINNED_SHARE={MEMORY_HINT_PINNED_SHARE}: expected a share above 0, at most 1"
     )
+# The profile (memories/profiles): its summary is at most this many characters, written from
+# the pinned memories, the entities and the most important current memories (at most
+# PROFILE_SUMMARY_MEMORIES of them); GET /api/me/profile lists at most PROFILE_MEMORIES_MAX
+# current memories. Every PROFILE_REFRESH_INTERVAL_SECONDS a periodic task writes the summary
+# of each user whose memories or entities changed since its last run (0: never).
+# Context with "profile": true gives the summary at most MEMORY_HINT_PROFILE_SHARE of the budget.
+PROFILE_SUMMARY_MAX_CHARS = env.int("PROFILE_SUMMARY_MAX_CHARS", default=600)
+PROFILE_SUMMARY_MEMORIES = env.int("PROFILE_SUMMARY_MEMORIES", default=30)
+PROFILE_MEMORIES_MAX = env.int("PROFILE_MEMORIES_MAX", default=200)
+PROFILE_REFRESH_INTERVAL_SECONDS = env.float("PROFILE_REFRESH_INTERVAL_SECONDS", default=30.0)
+for _name, _value in (
+    ("PROFILE_SUMMARY_MAX_CHARS", PROFILE_SUMMARY_MAX_CHARS),
+    ("PROFILE_SUMMARY_MEMORIES", PROFILE_SUMMARY_MEMORIES),
+    ("PROFILE_MEMORIES_MAX", PROFILE_MEMORIES_MAX),
+):
+    if _value < 1:
+        raise ConfigurationError(f"{_name}={_value}: expected 1 or more")
+if PROFILE_REFRESH_INTERVAL_SECONDS < 0:
+    raise ConfigurationError(
+        f"PROFILE_REFRESH_INTERVAL_SECONDS={PROFILE_REFRESH_INTERVAL_SECONDS}: expected 0 or more"
+    )
+MEMORY_HINT_PROFILE_SHARE = env.float("MEMORY_HINT_PROFILE_SHARE", default=0.25)
+if not 0 < MEMORY_HINT_PROFILE_SHARE <= 1:
+    raise ConfigurationError(
+        f"MEMORY_HINT_PROFILE_SHARE={MEMORY_HINT_PROFILE_SHARE}: expected a share above 0, "
+        "at most 1"
+    )
 # What recall reads of a query: its last this many characters, from a word on. A context
 # query may be a whole message; the question is usually at its end (memories/recall/query.py).
 # 500: a few sentences. A text's vector is the mean of its tokens (multilingual-e5-small) or
@@ -170,6 +197,11 @@ RECALL_PARTITION_INDEX_INTERVAL_SECONDS = env.int(
     "RECALL_PARTITION_INDEX_INTERVAL_SECONDS", default=600, minimum=0
 )
 RECALL_BEAT_SCHEDULE = {}
+if PROFILE_REFRESH_INTERVAL_SECONDS > 0:
+    RECALL_BEAT_SCHEDULE["write-profile-summaries"] = {
+        "task": "memories.tasks.refresh_profiles_task",
+        "schedule": PROFILE_REFRESH_INTERVAL_SECONDS,
+    }
 if RECALL_PARTITION_INDEX_INTERVAL_SECONDS > 0:
     RECALL_BEAT_SCHEDULE["index-large-partitions"] = {
         "task": "memories.tasks.index_partitions_task",

@@ -1,13 +1,22 @@
 """How each object that leaves the service reads: the memory, the consolidation proposal,
-the entity and the end user, as the REST API answers them and as webhook events carry them (an
-extraction run: extraction.representations). Output only; the API's inputs are its own."""
+the entity, the end user and their profile, as the REST API answers them and as webhook
+events carry them (an extraction run: extraction.representations). Output only; the API's
+inputs are its own."""
 
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.models import ConsolidationProposal, Entity, Memory, Status, User
+from memories.models import (
+    ConsolidationProposal,
+    Entity,
+    Memory,
+    Profile,
+    Status,
+    SummaryWriter,
+    User,
+)
 
 # Serializer class -> its readable fields, built once (see MemorySerializer.to_representation).
 _fields_by_class: dict[type, list] = {}
@@ -198,3 +207,97 @@ class EntityDetailSerializer(EntitySerializer):
         return MemorySerializer(
             current.order_by("-updated_at", "id"), many=True, context=self.context
         ).data
+
+
+class ProfileSummarySerializer(serializers.ModelSerializer):
+    """The summary of a profile, as the profile, the context and the tools give it."""
+
+    text = serializers.CharField(source="summary", read_only=True)
+    written_by = serializers.ChoiceField(
+        choices=SummaryWriter.choices,
+        read_only=True,
+        help_text="template, or llm when the configured LLM wrote it.",
+    )
+    made_at = serializers.DateTimeField(read_only=True)
+    memories_read = serializers.ListField(
+        child=serializers.DictField(),
+        read_only=True,
+        help_text="The memories it was written from: [{id, updated_at}] (their versions).",
+    )
+    error = serializers.CharField(
+        read_only=True, help_text="Why the LLM did not write it (the template did); '' if none."
+    )
+
+    class Meta:
+        model = Profile
+        fields = ["text", "written_by", "made_at", "memories_read", "error"]
+        read_only_fields = fields
+
+
+def profile_summary_data(profile: Profile | None) -> dict | None:
+    """The summary as context answers it: None without one."""
+    return None if profile is None else ProfileSummarySerializer(profile).data
+
+
+class CategoryGroupSerializer(serializers.Serializer):
+    category = serializers.CharField(help_text="'' for the memories without a category.")
+    memories = MemorySerializer(many=True)
+
+
+class RelationGroupSerializer(serializers.Serializer):
+    relation = serializers.CharField(help_text="'' for the entities without a relation.")
+    entities = EntitySerializer(many=True)
+
+
+class ProfileSerializer(serializers.Serializer):
+    """Who a user is (memories.profiles.contents.ProfileContents): pins, current memories by
+    category, entities by relation, and the summary written in the background."""
+
+    user_id = serializers.UUIDField(source="user.id")
+    external_user_id = serializers.CharField(source="user.external_id", allow_null=True)
+    pinned = MemorySerializer(many=True)
+    categories = serializers.SerializerMethodField(
+        help_text="The current memories that are not pinned, most important first in each group."
+    )
+    memory_count = serializers.IntegerField(
+        help_text="How many current memories there are besides the pinned ones."
+    )
+    truncated = serializers.BooleanField(
+        help_text="Whether categories holds fewer than memory_count (PROFILE_MEMORIES_MAX)."
+    )
+    entities = serializers.SerializerMethodField(
+        help_text="The entities with current memories, grouped by their relation to the user."
+    )
+    summary = serializers.SerializerMethodField(
+        help_text="null until the background task first writes it (after the first change)."
+    )
+    summary_stale = serializers.BooleanField(
+        help_text="Memories or entities changed since the summary was written; the next "
+        "periodic run writes it again."
+    )
+
+    @extend_schema_field(CategoryGroupSerializer(many=True))
+    def get_categories(self, contents) -> Any:
+        return [
+            {
+                "category": category,
+                "memories": MemorySerializer(memories, many=True, context=self.context).data,
+            }
+            for category, memories in contents.by_category()
+        ]
+
+    @extend_schema_field(RelationGroupSerializer(many=True))
+    def get_entities(self, contents) -> Any:
+        return [
+            {
+                "relation": relation,
+                "entities": EntitySerializer(entities, many=True, context=self.context).data,
+            }
+            for relation, entities in contents.by_relation()
+        ]
+
+    @extend_schema_field(ProfileSummarySerializer(allow_null=True))
+    def get_summary(self, contents) -> Any:
+        if contents.saved is None:
+            return None
+        return ProfileSummarySerializer(contents.saved, context=self.context).data

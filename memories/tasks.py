@@ -5,6 +5,7 @@ from django.db import InterfaceError, OperationalError
 
 from memories.consolidation import consolidation_scan
 from memories.erasure import ERASURE_RESUME_AFTER, erasures_finish
+from memories.profiles.sweep import profiles_refresh
 from memories.recall.vector_store.partition_indexes import partition_indexes_sync
 
 
@@ -49,3 +50,17 @@ def index_partitions_task() -> dict:
     only). Idempotent: a build cut short leaves an invalid index, which the next run replaces;
     two runs at once leave it to the first (an advisory lock)."""
     return partition_indexes_sync()
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=120,
+    max_retries=5,
+)
+def refresh_profiles_task() -> dict:
+    """Write the profile summary of every user whose memories or entities changed since the
+    last run (Celery beat, every PROFILE_REFRESH_INTERVAL_SECONDS). Idempotent: a summary that
+    would read the same is not written again (memories.profiles)."""
+    return profiles_refresh()

@@ -210,6 +210,17 @@ class MemoryContextArguments(ToolArguments):
         default=settings.RECALL_HINT_TOP_K,
         help_text=f"At most this many memories; null for {settings.RECALL_HINT_TOP_K}.",
     )
+    profile = StrictBooleanField(
+        default=False,
+        help_text=(
+            "true puts the short summary of who the user is at the head of the hint (at the "
+            "start of a conversation); null means false."
+        ),
+    )
+
+
+class MemoryProfileArguments(ToolArguments):
+    """memory_profile takes no arguments."""
 
 
 class MemoryForgetArguments(ToolArguments):

@@ -36,14 +36,16 @@ from memories.models import (
     User,
     WorkSession,
 )
-from memories.recall.hint import memory_hint
+from memories.profiles.contents import profile_contents
+from memories.recall.hint import memory_hint, profile_of
 from memories.recall.query import query_for_recall
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import recall_scopes
-from memories.representations import MemorySerializer
+from memories.representations import MemorySerializer, ProfileSerializer, profile_summary_data
 from memories.tool_arguments import (
     MemoryContextArguments,
     MemoryForgetArguments,
+    MemoryProfileArguments,
     MemoryRecallArguments,
     MemorySaveArguments,
     ToolArguments,
@@ -212,17 +214,27 @@ def memory_recall_tool(
     return {"data": RecallResultSerializer(hits, many=True, context=serializer_context(user)).data}
 
 
-def memory_context_tool(*, user: User, context: ToolContext, query: str, top_k: int) -> dict:
-    """The memory hint of POST /api/memories/context: {"hint", "memories"}. Raises
-    EmbedderUnavailable."""
+def memory_context_tool(
+    *, user: User, context: ToolContext, query: str, top_k: int, profile: bool = False
+) -> dict:
+    """The memory hint of POST /api/memories/context: {"hint", "memories", "profile"}; with
+    profile, headed by the user's profile summary. Raises EmbedderUnavailable."""
+    summary = profile_of(user.id) if profile else None
     hint, used = memory_hint(
         query=query,
         scopes=context.recall_scopes(user),
         top_k=top_k,
         budget=settings.MEMORY_HINT_BUDGET_CHARS,
+        profile=summary,
     )
     memories = RecallResultSerializer(used, many=True, context=serializer_context(user)).data
-    return {"hint": hint, "memories": memories}
+    return {"hint": hint, "memories": memories, "profile": profile_summary_data(summary)}
+
+
+def memory_profile_tool(*, user: User, context: ToolContext) -> dict:
+    """The user's profile, as GET /api/me/profile: pinned memories, current memories by
+    category, entities by relation, and the summary."""
+    return ProfileSerializer(profile_contents(user), context=serializer_context(user)).data
 
 
 def memory_forget_tool(*, user: User, context: ToolContext, memory_id: UUID) -> dict:
@@ -278,6 +290,19 @@ MEMORY_CONTEXT = Tool(
     service=memory_context_tool,
 )
 
+MEMORY_PROFILE = Tool(
+    name="memory_profile",
+    description=(
+        "Get who the user is: a short summary, the facts they asked to be kept in mind "
+        "(pinned), what is remembered about them by category, and the people and things of "
+        "their life by relation. For the start of a conversation, or when the user asks what "
+        "you know about them."
+    ),
+    arguments=MemoryProfileArguments,
+    scope=ApiKeyScope.READ,
+    service=memory_profile_tool,
+)
+
 MEMORY_FORGET = Tool(
     name="memory_forget",
     description=(
@@ -292,7 +317,8 @@ MEMORY_FORGET = Tool(
 )
 
 TOOLS: dict[str, Tool] = {
-    tool.name: tool for tool in (MEMORY_SAVE, MEMORY_RECALL, MEMORY_CONTEXT, MEMORY_FORGET)
+    tool.name: tool
+    for tool in (MEMORY_SAVE, MEMORY_RECALL, MEMORY_CONTEXT, MEMORY_PROFILE, MEMORY_FORGET)
 }
 
 

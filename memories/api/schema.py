@@ -109,7 +109,8 @@ class ErrorsAutoSchema(AutoSchema):
 
 def oas30(schema):
     """A JSON schema (the tools' strict-mode one, which types an optional argument as
-    ["number", "null"]) in OpenAPI 3.0's terms: one type and `nullable`."""
+    ["number", "null"]) in OpenAPI 3.0's terms: one type and `nullable`, and no empty
+    `required` (an object without arguments: 3.0 wants at least one name there)."""
     if isinstance(schema, list):
         return [oas30(item) for item in schema]
     if not isinstance(schema, dict):
@@ -120,6 +121,8 @@ def oas30(schema):
         converted["type"] = types[0]
         if "null" in schema["type"]:
             converted["nullable"] = True
+    if schema.get("type") == "object" and schema.get("required") == []:
+        del converted["required"]
     return converted
 
 

@@ -23,7 +23,7 @@ from memories.models import (
     Scope,
     Status,
 )
-from memories.representations import MemorySerializer
+from memories.representations import MemorySerializer, ProfileSummarySerializer
 from rest.fields import (
     PastDateTimeField,
     StrictBooleanField,
@@ -340,6 +340,22 @@ class ContextRequestSerializer(RecallContextSerializer):
         help_text=f"At most this many memories, 1 to 20; {settings.RECALL_HINT_TOP_K} if left out.",
     )
     as_of = as_of_field()
+    profile = StrictBooleanField(
+        default=False,
+        help_text=(
+            "true puts the user's profile summary (GET /api/me/profile) at the head of the "
+            "hint, and gives it as `profile`. It is the summary written last, so it cannot go "
+            "with as_of."
+        ),
+    )
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if attrs.get("profile") and attrs.get("as_of") is not None:
+            raise serializers.ValidationError(
+                {"profile": "The profile summary is of now: leave out as_of, or profile."}
+            )
+        return attrs
 
 
 class ScorePartsSerializer(serializers.Serializer):
@@ -378,6 +394,11 @@ class RecallResultSerializer(MemorySerializer):
 class ContextResponseSerializer(serializers.Serializer):
     hint = serializers.CharField()
     memories = RecallResultSerializer(many=True)
+    profile = ProfileSummarySerializer(
+        allow_null=True,
+        help_text="The profile summary at the hint's head: null unless profile was true and "
+        "one has been written.",
+    )
 
 
 class RecallResultsSerializer(serializers.Serializer):

@@ -23,6 +23,7 @@ urlpatterns = [
     path("auth/token", views.TokenView.as_view(), name="auth-token"),
     path("me", users.MeView.as_view(), name="me"),
     path("me/erase", users.MeEraseView.as_view(), name="me-erase"),
+    path("me/profile", users.MeProfileView.as_view(), name="me-profile"),
     path("tools", views.ToolListView.as_view(), name="tools"),
     path("tools/<str:name>", views.ToolCallView.as_view(), name="tool-call"),
     # Before the router: its memories/{pk} route would take "export" and "import" for ids.

@@ -1,8 +1,10 @@
 """End users (review scope or staff) and the caller's own account: GET/POST /api/users,
-GET/DELETE /api/users/{id}, GET /api/me, POST /api/me/erase."""
+GET/DELETE /api/users/{id}, GET /api/users/{id}/profile, GET /api/me, GET /api/me/profile,
+POST /api/me/erase."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -11,9 +13,10 @@ from memories.accounts import users as end_users
 from memories.accounts.keys import validate_external_id
 from memories.errors import InvalidInput
 from memories.models import ApiKeyScope, User
-from memories.representations import UserSerializer
+from memories.profiles.contents import profile_contents
+from memories.representations import ProfileSerializer, UserSerializer
 from rest.fields import StrictInputMixin
-from rest.inputs import parse_uuid, validated
+from rest.inputs import caller, parse_uuid, validated
 from rest.permissions import KeyHasScope
 
 
@@ -79,6 +82,14 @@ class UserViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
             status=status.HTTP_201_CREATED,
         )
 
+    @extend_schema(responses=ProfileSerializer)
+    @action(detail=True, methods=["get"])
+    def profile(self, request, pk=None):
+        """The user's profile, as GET /api/me/profile gives it to them."""
+        user = self.get_object()
+        contents = profile_contents(user)
+        return Response(ProfileSerializer(contents, context={"request": request}).data)
+
     @extend_schema(responses={204: None})
     def destroy(self, request, pk=None):
         # A user whose erasure was stopped half-way is hidden from GET, but DELETE finds
@@ -96,6 +107,16 @@ class MeView(APIView):
     @extend_schema(responses=MeSerializer)
     def get(self, request):
         return Response(MeSerializer(request.user).data)
+
+
+class MeProfileView(APIView):
+    """Who the caller is: their pinned memories, current memories by category, entities by
+    relation, and the summary written from them in the background."""
+
+    @extend_schema(responses=ProfileSerializer)
+    def get(self, request):
+        contents = profile_contents(caller(request))
+        return Response(ProfileSerializer(contents, context={"request": request}).data)
 
 
 class MeEraseView(APIView):

@@ -48,11 +48,11 @@ from memories.models import (
     Memory,
     RevisionAction,
 )
-from memories.recall.hint import memory_hint
+from memories.recall.hint import memory_hint, profile_of
 from memories.recall.query import query_for_recall
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import recall_scopes
-from memories.representations import MemorySerializer
+from memories.representations import MemorySerializer, profile_summary_data
 from ops import timing
 from rest.inputs import caller, parse_uuid, validated
 from rest.permissions import KeyHasScope
@@ -223,15 +223,19 @@ class MemoryViewSet(viewsets.GenericViewSet):
     @action(detail=False, methods=["post"], filterset_class=None, pagination_class=None)
     def context(self, request):
         data = validated(ContextRequestSerializer, request)
+        profile = profile_of(request.user.id) if data["profile"] else None
         hint, used = memory_hint(
             query=data["query"],
             scopes=scopes_for(request, data),
             top_k=data["top_k"],
             budget=settings.MEMORY_HINT_BUDGET_CHARS,
             as_of=data.get("as_of"),
+            profile=profile,
         )
         memories = RecallResultSerializer(used, many=True, context={"request": request}).data
-        return Response({"hint": hint, "memories": memories})
+        return Response(
+            {"hint": hint, "memories": memories, "profile": profile_summary_data(profile)}
+        )
 
     @extend_schema(responses=CountSerializer)
     @action(detail=False, methods=["get"], filterset_class=None, pagination_class=None)

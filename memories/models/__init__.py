@@ -7,7 +7,8 @@ Memory` (and Django, which finds the app's models here) need not know where each
 - memory: memories (scopes, carriers, vectors, revisions)
 - keyword_index: the keyword index's tables
 - proposals: consolidation proposals
-- entities: the people, pets, places and organisations memories are about"""
+- entities: the people, pets, places and organisations memories are about
+- profiles: the summary of who a user is"""
 
 from memories.models.accounts import (
     DEFAULT_TENANT_SLUG,
@@ -47,6 +48,7 @@ from memories.models.memory import (
     normalise,
     scope_carriers_condition,
 )
+from memories.models.profiles import Profile, SummaryWriter
 from memories.models.proposals import (
     ConsolidationProposal,
     ProposalKind,
@@ -54,6 +56,8 @@ from memories.models.proposals import (
 )
 
 __all__ = [
+    "Profile",
+    "SummaryWriter",
     "Entity",
     "EntityKind",
     "DEFAULT_TENANT_SLUG",

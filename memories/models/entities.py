@@ -38,7 +38,11 @@ class Entity(models.Model):
 
     class Meta:
         verbose_name_plural = "entities"
-        indexes = [models.Index(fields=["user", "relation"])]
+        indexes = [
+            models.Index(fields=["user", "relation"]),
+            # What changed since the last profile sweep (memories.profiles.sweep).
+            models.Index(fields=["updated_at"], name="entity_updated_at"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.relation or self.kind})"

@@ -186,6 +186,8 @@ class Memory(models.Model):
             models.Index(
                 fields=["user", "persona"], condition=Q(pinned=True), name="memory_pinned"
             ),
+            # What changed since the last profile sweep (memories.profiles.sweep).
+            models.Index(fields=["updated_at"], name="memory_updated_at"),
         ]
         constraints = [
             models.CheckConstraint(

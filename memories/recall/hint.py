@@ -15,6 +15,11 @@ The block, for a hint built on 2026-12-01:
     - city: Lives in Lisbon (2025-06-14)
     </user_memories>
 
+With the profile asked for, a line after today's holds the user's profile summary (written in
+the background, memories.profiles), cut to MEMORY_HINT_PROFILE_SHARE of the budget:
+
+    Profile (2026-11-30): Vegetarian. People and things in their life: Sofia (wife).
+
 Each memory line ends with the day of the memory's last update in parentheses, so the model
 can tell how old a fact is and resolve "next Tuesday" said then; the block names today once.
 Both dates are UTC days (YYYY-MM-DD). No line is longer than MEMORY_HINT_MAX_SHARE of the
@@ -30,7 +35,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from memories.models import Memory, Status
+from memories.models import Memory, Profile, Status
 from memories.recall.access import memory_record_access
 from memories.recall.candidates import valid_at
 from memories.recall.query import query_for_recall
@@ -113,22 +118,35 @@ def today_line(now: datetime) -> str:
     return f"Today is {now.astimezone(UTC).date().isoformat()}."
 
 
+def profile_line(profile: Profile, *, max_chars: int) -> str:
+    """The profile summary as a line of the hint, dated, at most `max_chars` long."""
+    lead = f"Profile ({profile.made_at.astimezone(UTC).date().isoformat()}): "
+    return lead + _escaped(_one_line(profile.summary), room=max_chars - len(lead))
+
+
 def hint_build(
     hits: Sequence[RecallHit],
     *,
     budget: int,
     now: datetime | None = None,
     pinned: Sequence[RecallHit] = (),
+    profile: Profile | None = None,
 ) -> tuple[str, list[RecallHit]]:
-    """The hint block and the hits it holds within `budget` characters: the `pinned` ones
-    first, within MEMORY_HINT_PINNED_SHARE of the budget, then `hits`, best first. A memory
-    that would overflow its room is left out; no memories, no block."""
+    """The hint block and the hits it holds within `budget` characters: the `profile`
+    summary's line when one is given (within MEMORY_HINT_PROFILE_SHARE of the budget), the
+    `pinned` ones, within MEMORY_HINT_PINNED_SHARE of the budget, then `hits`, best first. A
+    memory that would overflow its room is left out; no summary and no memories, no block."""
     today = today_line(now or timezone.now())
     max_chars = int(budget * settings.MEMORY_HINT_MAX_SHARE)
     lines: list[str] = []
     used: list[RecallHit] = []
     # The block's fixed lines and the newlines between all of its lines.
     size = len(OPEN) + len(PREAMBLE) + len(today) + len(CLOSE) + 3
+    if profile is not None and profile.summary.strip():
+        line = profile_line(profile, max_chars=int(budget * settings.MEMORY_HINT_PROFILE_SHARE))
+        if size + len(line) + 1 <= budget:
+            lines.append(line)
+            size += len(line) + 1
     pinned_room = size + int(budget * settings.MEMORY_HINT_PINNED_SHARE)
     for room, group in ((min(pinned_room, budget), pinned), (budget, hits)):
         for hit in group:
@@ -138,7 +156,7 @@ def hint_build(
             lines.append(line)
             used.append(hit)
             size += len(line) + 1
-    if not used:
+    if not lines:
         return "", []
     return "\n".join([OPEN, PREAMBLE, today, *lines, CLOSE]), used
 
@@ -170,13 +188,14 @@ def memory_hint(
     budget: int,
     now: datetime | None = None,
     as_of: datetime | None = None,
+    profile: Profile | None = None,
 ) -> tuple[str, list[RecallHit]]:
-    """Recall for a model turn and write the hint; only memories that made it into the hint
-    count as accessed. Recall reads the end of a long query (query_for_recall); with as_of,
-    the memories current at that moment. The hint holds the memories whose relevance is
-    close to the best one's (RECALL_HINT_CLOSE_TO_BEST, recall.close_to_best), after the
-    pinned memories of the scopes (pinned_hits), which need not pass the gate and are not
-    repeated below."""
+    """Recall for a model turn and write the hint, headed by the `profile` summary when one
+    is given (see hint_build); only memories that made it into the hint count as accessed.
+    Recall reads the end of a long query (query_for_recall); with as_of, the memories current
+    at that moment. The hint holds the memories whose relevance is close to the best one's
+    (RECALL_HINT_CLOSE_TO_BEST, recall.close_to_best), after the pinned memories of the scopes
+    (pinned_hits), which need not pass the gate and are not repeated below."""
     from memories.recall.recall import close_to_best, memory_recall
 
     hits = memory_recall(
@@ -190,7 +209,7 @@ def memory_hint(
     pinned_ids = {hit.memory.id for hit in pinned}
     hits = close_to_best(hits, settings.RECALL_HINT_CLOSE_TO_BEST)
     hits = [hit for hit in hits if hit.memory.id not in pinned_ids]
-    hint, used = hint_build(hits, budget=budget, now=now, pinned=pinned)
+    hint, used = hint_build(hits, budget=budget, now=now, pinned=pinned, profile=profile)
     if used:
         accessed = {
             memory.id: memory
@@ -199,3 +218,8 @@ def memory_hint(
         for hit in used:
             hit.memory = accessed.get(hit.memory.id, hit.memory)
     return hint, used
+
+
+def profile_of(user_id) -> Profile | None:
+    """The profile summary written last for the user, None before the first."""
+    return Profile.objects.filter(user_id=user_id).first()

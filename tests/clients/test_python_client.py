@@ -23,6 +23,7 @@ from memory_client import (
 from rest_framework.throttling import ScopedRateThrottle
 
 from memories.models import Memory
+from memories.profiles.sweep import profiles_refresh
 from tests.clients.python_support import live_service
 from tests.conftest import new_key
 
@@ -308,3 +309,28 @@ def test_pins_and_entities_through_the_client(service):
         [hit, *_] = alice.search("what does Sofi like?")
         assert hit["key"] == "wife's hobby" and hit["score_parts"]["entity"] > 0
         assert alice.update(style["id"], pinned=False)["pinned"] is False
+
+
+def test_the_profile_and_a_context_headed_by_its_summary_through_the_client(service):
+    with service.client() as alice:
+        alice.save(key="answer style", value="Prefers short answers", pinned=True)
+        alice.save(
+            key="wife",
+            value="Wife is called Sofia",
+            category="family",
+            entities=[{"name": "Sofia", "kind": "person", "relation": "wife"}],
+        )
+        before = alice.profile()
+        profiles_refresh()  # the periodic task, run here rather than waited for
+        after = alice.profile()
+        context = alice.context("What should I get my wife?", profile=True)
+
+    assert before["summary"] is None and before["summary_stale"] is True
+    assert [memory["key"] for memory in after["pinned"]] == ["answer style"]
+    assert after["categories"][0]["category"] == "family"
+    assert after["entities"][0]["entities"][0]["name"] == "Sofia"
+    assert "Sofia (wife)" in after["summary"]["text"]
+    assert context["profile"] == after["summary"]
+    assert f"Profile ({after['summary']['made_at'][:10]}): Prefers short answers." in (
+        context["hint"]
+    )

@@ -115,6 +115,7 @@ def test_the_models_tool_calls_are_answered_through_the_service(service, model):
         "memory_save",
         "memory_recall",
         "memory_context",
+        "memory_profile",
         "memory_forget",
         "get_weather",
     ]

@@ -71,7 +71,7 @@ def test_no_relevant_memory_gives_an_empty_hint(api, owner):
         URL, {"query": "quarterly revenue of the semiconductor fab"}, format="json"
     ).json()
 
-    assert body == {"hint": "", "memories": []}
+    assert body == {"hint": "", "memories": [], "profile": None}
 
 
 def test_a_work_session_gets_global_and_project_memories_only(api, owner):

@@ -98,7 +98,7 @@ def test_today_is_the_utc_day_of_the_now_given(owner):
 def test_no_memories_give_no_block_and_no_date(api, owner):
     response = api.post(URL, DIET, format="json")
 
-    assert response.json() == {"hint": "", "memories": []}
+    assert response.json() == {"hint": "", "memories": [], "profile": None}
 
 
 def test_a_long_memory_is_cut_to_its_share_in_the_hint_only(api, owner, settings):

@@ -16,7 +16,7 @@ from memories.tools import TOOLS
 from tests.conftest import scoped_client
 from tests.memories.helpers import assert_error, make_memory
 
-TOOL_NAMES = ["memory_save", "memory_recall", "memory_context", "memory_forget"]
+TOOL_NAMES = ["memory_save", "memory_recall", "memory_context", "memory_profile", "memory_forget"]
 
 # What OpenAI's strict mode accepts in a schema (Structured Outputs, "Supported schemas").
 # Not among them: minLength/maxLength, default, title, patternProperties, uniqueItems, …
@@ -448,7 +448,7 @@ def test_memory_context_gives_the_hint_of_the_context_endpoint(api, owner):
 
     assert response.status_code == 200, response.content
     body = response.json()
-    assert set(body) == {"hint", "memories"}
+    assert set(body) == {"hint", "memories", "profile"}
     assert body["memories"][0]["id"] == str(pet.id)
     assert "pet: I have a golden retriever named Max" in body["hint"]
     endpoint = api.post(

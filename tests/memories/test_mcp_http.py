@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from memories import services
 from memories.accounts.keys import api_key_create, api_key_revoke
 from memories.models import Memory, Scope, Source, Status, User
+from memories.profiles.sweep import profiles_refresh
 from memories.tools import TOOLS
 from tests.conftest import client_for, make_user
 from tests.memories.helpers import make_memory
@@ -75,7 +76,8 @@ def test_it_lists_the_same_tools_and_schemas_as_the_rest_api(mcp_url):
         fields = TOOLS[tool.name].arguments().fields
         assert tool.inputSchema["required"] == [n for n, f in fields.items() if f.required]
         assert tool.description == openai["function"]["description"]
-        assert tool.annotations.readOnlyHint == (tool.name in {"memory_recall", "memory_context"})
+        read_only = {"memory_recall", "memory_context", "memory_profile"}
+        assert tool.annotations.readOnlyHint == (tool.name in read_only)
 
 
 # --- Authentication ----------------------------------------------------------------------------
@@ -418,3 +420,24 @@ def test_the_command_serves_streamable_http_at_slash_mcp():
     assert refused.status_code == 401
     assert refused.json()["code"] == "not_authenticated"
     assert [tool.name for tool in tools] == list(TOOLS)
+
+
+def test_memory_profile_gives_the_profile_and_memory_context_takes_profile(mcp_url):
+    _, raw_key = new_key("read", "write")
+    headers = key_headers(raw_key, "crm-8")
+    over_http(
+        mcp_url,
+        headers,
+        call("memory_save", {"key": "style", "value": "Prefers short answers", "pinned": True}),
+    )
+    profiles_refresh()  # the periodic task, run here rather than waited for
+
+    profile = over_http(mcp_url, headers, call("memory_profile", {}))
+    assert result_body(profile) == rest_as(headers).get("/api/me/profile").json()
+    context = over_http(
+        mcp_url, headers, call("memory_context", {"query": "What is 7 times 8?", "profile": True})
+    )
+
+    assert result_body(profile)["summary"]["text"] == "Prefers short answers."
+    assert result_body(context)["profile"]["text"] == "Prefers short answers."
+    assert "Profile (" in result_body(context)["hint"]

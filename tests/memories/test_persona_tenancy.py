@@ -442,6 +442,7 @@ def tool_calls(acme) -> dict[str, list[Call]]:
         },
         "memory_recall": {"query": "anvils", "top_k": None, "as_of": None},
         "memory_context": {"query": "anvils", "top_k": None},
+        "memory_profile": {},
         "memory_forget": {"memory_id": str(uuid.uuid4())},
     }
     calls = {
@@ -475,6 +476,8 @@ UNRELATED = {
     "auth-token": "exchanges a local login's password for a token",
     "me": "the caller's own user",
     "me-erase": "erases the caller's own user and memories",
+    "me-profile": "the caller's own profile: memories of their own scope and their entities",
+    "user-profile": "end users, tenant-scoped by user (test_profile)",
     "tools": "the tools' descriptions",
     "extract-work-session": "the caller's own work session; no persona",
     "extraction-run-list": "runs of the caller's own users, tenant-scoped by user",

@@ -127,4 +127,5 @@ def test_context_keeps_the_gate_and_holds_no_filler_lines(api):
     assert api.post(CONTEXT_URL, {"query": "capital of peru"}, format="json").json() == {
         "hint": "",
         "memories": [],
+        "profile": None,
     }

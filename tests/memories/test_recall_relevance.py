@@ -45,7 +45,7 @@ def test_a_question_no_memory_helps_with_gets_an_empty_hint_and_no_results(profi
     response = profile_api.post(CONTEXT_URL, {"query": question}, format="json")
 
     assert response.status_code == 200
-    assert response.json() == {"hint": "", "memories": []}
+    assert response.json() == {"hint": "", "memories": [], "profile": None}
     assert search_keys(profile_api, question) == []
 
 

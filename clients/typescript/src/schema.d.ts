@@ -285,6 +285,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/me/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * @description Who the caller is: their pinned memories, current memories by category, entities by
+         *     relation, and the summary written from them in the background.
+         */
+        get: operations["me_profile_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/memories": {
         parameters: {
             query?: never;
@@ -743,6 +763,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/users/{id}/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The user's profile, as GET /api/me/profile gives it to them. */
+        get: operations["users_profile_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/webhooks": {
         parameters: {
             query?: never;
@@ -1023,6 +1060,11 @@ export interface components {
         BulkIdsRequest: {
             ids: string[];
         };
+        CategoryGroup: {
+            /** @description '' for the memories without a category. */
+            category: string;
+            memories: components["schemas"]["Memory"][];
+        };
         ConsolidationProposal: {
             /** Format: uuid */
             readonly id: string;
@@ -1091,10 +1133,17 @@ export interface components {
              * @description Recall what was current then: a date (YYYY-MM-DD, as of its end, UTC) or an ISO 8601 date and time. Memories superseded since are included, later ones left out.
              */
             as_of?: string;
+            /**
+             * @description true puts the user's profile summary (GET /api/me/profile) at the head of the hint, and gives it as `profile`. It is the summary written last, so it cannot go with as_of.
+             * @default false
+             */
+            profile?: boolean;
         };
         ContextResponse: {
             hint: string;
             memories: components["schemas"]["RecallResult"][];
+            /** @description The profile summary at the hint's head: null unless profile was true and one has been written. */
+            profile: components["schemas"]["ProfileSummary"] | null;
         };
         Count: {
             active: number;
@@ -1788,6 +1837,47 @@ export interface components {
             tenant?: string;
         };
         /**
+         * @description Who a user is (memories.profiles.contents.ProfileContents): pins, current memories by
+         *     category, entities by relation, and the summary written in the background.
+         */
+        Profile: {
+            /** Format: uuid */
+            user_id: string;
+            external_user_id: string | null;
+            pinned: components["schemas"]["Memory"][];
+            /** @description The current memories that are not pinned, most important first in each group. */
+            readonly categories: components["schemas"]["CategoryGroup"][];
+            /** @description How many current memories there are besides the pinned ones. */
+            memory_count: number;
+            /** @description Whether categories holds fewer than memory_count (PROFILE_MEMORIES_MAX). */
+            truncated: boolean;
+            /** @description The entities with current memories, grouped by their relation to the user. */
+            readonly entities: components["schemas"]["RelationGroup"][];
+            /** @description null until the background task first writes it (after the first change). */
+            readonly summary: components["schemas"]["ProfileSummary"] | null;
+            /** @description Memories or entities changed since the summary was written; the next periodic run writes it again. */
+            summary_stale: boolean;
+        };
+        /** @description The summary of a profile, as the profile, the context and the tools give it. */
+        ProfileSummary: {
+            readonly text: string;
+            /**
+             * @description template, or llm when the configured LLM wrote it.
+             *
+             *     * `template` - Template
+             *     * `llm` - Llm
+             */
+            readonly written_by: components["schemas"]["WrittenByEnum"];
+            /** Format: date-time */
+            readonly made_at: string;
+            /** @description The memories it was written from: [{id, updated_at}] (their versions). */
+            readonly memories_read: {
+                [key: string]: unknown;
+            }[];
+            /** @description Why the LLM did not write it (the template did); '' if none. */
+            readonly error: string;
+        };
+        /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
          *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
          */
@@ -1875,6 +1965,11 @@ export interface components {
         };
         RejectedCount: {
             rejected: number;
+        };
+        RelationGroup: {
+            /** @description '' for the entities without a relation. */
+            relation: string;
+            entities: components["schemas"]["Entity"][];
         };
         Revision: {
             readonly id: number;
@@ -2335,6 +2430,12 @@ export interface components {
             /** Format: uuid */
             project_id?: string | null;
         };
+        /**
+         * @description * `template` - Template
+         *     * `llm` - Llm
+         * @enum {string}
+         */
+        WrittenByEnum: "template" | "llm";
     };
     responses: never;
     parameters: never;
@@ -3486,6 +3587,55 @@ export interface operations {
             };
             /** @description The body is not of the media type this operation reads. */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    me_profile_retrieve: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The end user this request acts for: your own id for them (1 to 255 printable characters). Required with a service key (Authorization: Bearer mem_…), which then acts as that user: created by its first write unless AUTO_PROVISION_USERS is off, while a read of an unknown id answers no data and creates nothing; a key with the review scope may leave it out to act as its own staff account. Ignored with a user's token (Authorization: Token …) or a signed-in session, which act as their own user. */
+                "X-User-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Profile"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5412,7 +5562,7 @@ export interface operations {
                 "X-User-Id"?: string;
             };
             path: {
-                name: "memory_context" | "memory_forget" | "memory_recall" | "memory_save";
+                name: "memory_context" | "memory_forget" | "memory_profile" | "memory_recall" | "memory_save";
             };
             cookie?: never;
         };
@@ -5452,7 +5602,9 @@ export interface operations {
                     query: string;
                     /** @description At most this many memories; null for 5. */
                     top_k?: number | null;
-                } | {
+                    /** @description true puts the short summary of who the user is at the head of the hint (at the start of a conversation); null means false. */
+                    profile?: boolean | null;
+                } | Record<string, never> | {
                     /**
                      * Format: uuid
                      * @description The id of the memory to forget.
@@ -6104,6 +6256,63 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    users_profile_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Profile"];
+                };
             };
             /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
             400: {

@@ -22,6 +22,7 @@ from memory_client.types import (
     Me,
     Memory,
     MessagesPosted,
+    Profile,
     Project,
     RecallResult,
     SavedMemory,
@@ -111,7 +112,7 @@ def search(query: str, top_k: int = 10, **context: Any) -> Call[list[RecallResul
 
 def context(query: str, **context: Any) -> Call[Context]:
     """The hint for a model turn and the memories in it (POST /api/memories/context);
-    `context` as for search, and top_k."""
+    `context` as for search, and top_k; profile=True puts the user's profile summary first."""
     return Call("POST", "/api/memories/context", _json, json=_body({"query": query, **context}))
 
 
@@ -197,6 +198,12 @@ def call_tool(name: str, arguments: Any, **context: Any) -> Call[dict[str, Any]]
     """Run a tool with a model's arguments (an object or its JSON string); `context`:
     topic_id, project_id, persona_id, work_session_id."""
     return Call("POST", f"/api/tools/{_id(name)}", _json, params=_params(context), json=arguments)
+
+
+def profile() -> Call[Profile]:
+    """Who the user is (GET /api/me/profile): pinned memories, current memories by category,
+    entities by relation, and the summary written in the background."""
+    return Call("GET", "/api/me/profile", _json)
 
 
 def entities(kind: str | None = None, relation: str | None = None) -> Call[list[Entity]]:

@@ -116,6 +116,7 @@ class Endpoints:
 
     # The user
     me = endpoint(calls.me)
+    profile = endpoint(calls.profile)
 
     # Conversations and extraction
     create_topic = endpoint(calls.create_topic)

@@ -92,9 +92,44 @@ class RecallResult(Memory):
     score_parts: ScoreParts
 
 
+class ProfileSummary(TypedDict):
+    """The short text about who the user is, written in the background."""
+
+    text: str
+    written_by: str  # template, or llm
+    made_at: str
+    memories_read: list[dict[str, str]]  # [{id, updated_at}] it was written from
+    error: str  # why the LLM did not write it (the template did); "" if nothing failed
+
+
 class Context(TypedDict):
     hint: str
     memories: list[RecallResult]
+    profile: ProfileSummary | None  # with profile=True, once a summary has been written
+
+
+class CategoryGroup(TypedDict):
+    category: str  # "" for the memories without one
+    memories: list[Memory]
+
+
+class RelationGroup(TypedDict):
+    relation: str  # "" for the entities without one
+    entities: list[Entity]
+
+
+class Profile(TypedDict):
+    """Who the user is: pins, current memories by category, entities by relation, summary."""
+
+    user_id: str
+    external_user_id: str | None
+    pinned: list[Memory]
+    categories: list[CategoryGroup]
+    memory_count: int
+    truncated: bool
+    entities: list[RelationGroup]
+    summary: ProfileSummary | None  # None until the background task first writes it
+    summary_stale: bool
 
 
 class Me(TypedDict):

@@ -1,0 +1,57 @@
+"""Find the users whose memories or entities changed and write their profile summaries (the
+periodic task, every PROFILE_REFRESH_INTERVAL_SECONDS).
+
+A change is found by its updated_at (indexed): every save of a memory or an entity moves it,
+so no write path has to remember to ask for a summary, and a save costs nothing more. The
+sweep reads from a little before where the last one started (PROFILE_REFRESH_OVERLAP), so a
+transaction that committed after the last sweep read is seen by this one; a user found twice
+is written once, for profile_write skips a summary that read the same."""
+
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from memories.models import ConfigEntry, Entity, Memory, Scope, User
+from memories.profiles.writing import profile_write
+
+SWEPT_FROM_KEY = "profiles_swept_from"
+# Longer than any write transaction: one that started before a sweep and committed after it
+# is read by the next.
+PROFILE_REFRESH_OVERLAP = timedelta(minutes=2)
+USERS_PER_READ = 500
+
+
+def changed_user_ids(since) -> set:
+    """The users with a memory of their own scope or an entity saved after `since` (every
+    user with one, without `since`)."""
+    memories = Memory.objects.filter(scope=Scope.USER, user__isnull=False)
+    entities = Entity.objects.all()
+    if since is not None:
+        memories = memories.filter(updated_at__gt=since)
+        entities = entities.filter(updated_at__gt=since)
+    return set(memories.values_list("user_id", flat=True).distinct()) | set(
+        entities.values_list("user_id", flat=True).distinct()
+    )
+
+
+def profiles_refresh() -> dict:
+    """Write the summary of every user changed since the last sweep (on the first, of every
+    user with memories). Returns {"users": found, "written": summaries written}."""
+    started = timezone.now()
+    entry = ConfigEntry.objects.filter(key=SWEPT_FROM_KEY).first()
+    since = None
+    if entry is not None:
+        since = datetime.fromisoformat(entry.value) - PROFILE_REFRESH_OVERLAP
+    user_ids = sorted(changed_user_ids(since))
+    written = 0
+    for start in range(0, len(user_ids), USERS_PER_READ):
+        # Users in erasure are left alone: the erasure deletes their profile with them.
+        users = User.objects.filter(
+            id__in=user_ids[start : start + USERS_PER_READ], erasure_started_at__isnull=True
+        )
+        for user in users.order_by("id"):
+            written += profile_write(user)
+    ConfigEntry.objects.update_or_create(
+        key=SWEPT_FROM_KEY, defaults={"value": started.isoformat()}
+    )
+    return {"users": len(user_ids), "written": written}
