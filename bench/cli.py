@@ -95,6 +95,13 @@ def main(argv: list[str] | None = None) -> None:
 
         tenants.main(argv[1:])
         return
+    if argv[:1] == ["relations"]:
+        # The relationship set against the context hint, entities linked and not
+        # (bench/relations.py): each database in a worker, results in bench/results/issue45/.
+        from bench import relations
+
+        relations.main(argv[1:])
+        return
     if argv[:1] == ["fair_writes"]:
         # Other users' saves during a large import and an erasure (bench/fair_writes.py).
         from bench import fair_writes

@@ -9,7 +9,9 @@ import time
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench worker")
-    parser.add_argument("task", choices=["quality", "latency", "sweep", "vague", "tune", "graphs"])
+    parser.add_argument(
+        "task", choices=["quality", "latency", "sweep", "vague", "tune", "graphs", "relations"]
+    )
     parser.add_argument("--database-url", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--data")
@@ -53,6 +55,10 @@ def main(argv: list[str]) -> None:
         from bench import vague
 
         result = vague.run(grid=None if args.grid is None else json.loads(args.grid))
+    elif args.task == "relations":
+        from bench import relations
+
+        result = relations.run()
     else:
         from bench import latency
 
