@@ -129,6 +129,12 @@ def main(argv: list[str] | None = None) -> None:
         default="auto",
         help="weight sweep after the quality run: auto = only when the target is missed",
     )
+    parser.add_argument(
+        "--entities",
+        choices=["none", "rules"],
+        default="none",
+        help="quality: link each turn's memory to the entities the rule extractor reads in it",
+    )
     parser.add_argument("--sizes", help="latency sizes, default 10000,100000")
     parser.add_argument("--queries", type=int, help="latency queries per size, default 200")
     parser.add_argument(
@@ -199,6 +205,8 @@ def main(argv: list[str] | None = None) -> None:
                 extra += ["--data", str(Path(args.data).resolve())]
                 if part == "quality":
                     extra += ["--sweep", args.sweep]
+                if part in ("quality", "sweep") and args.entities != "none":
+                    extra += ["--entities", args.entities]
             if part == "graphs":
                 size = args.sizes or ("3000" if args.quick else "100000")
                 extra += [

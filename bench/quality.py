@@ -2,6 +2,7 @@
 pure vector search over the same turns. Runs inside a worker whose Django is already set up
 on a fresh database (see bench.worker)."""
 
+import re
 import time
 from dataclasses import asdict, replace
 
@@ -14,14 +15,42 @@ from bench.metrics import summarise
 TOP_K = 10
 RRF_K = 60
 RRF_DEPTH = 100
+# What links a turn's memory to entities: nothing (a turn saved as such names none), or the
+# rule extractor's reading of the turn's words (turn_mentions).
+ENTITY_SOURCES = ("none", "rules")
+_TURN_PREFIX = re.compile(r"^\[[^\]]*\] [^:]*: ")
 
 
-def _ingest(conversations, embedder):
+def turn_mentions(text: str) -> list:
+    """The entities the rule extractor reads in a turn (`[date] speaker: words`, the words
+    alone): extraction.rules.entity_mentions of each clause, with the clause's rule candidates
+    (an employer is read from one), each once. Extraction links a clause's mentions to the
+    facts it reads there; a LOCOMO turn is one memory, so it takes those of every clause."""
+    from extraction.rules import entity_mentions, extract_by_rules
+    from extraction.statements import clauses
+    from memories.entities.linking import Mention
+
+    words = _TURN_PREFIX.sub("", text, count=1)
+    found = [
+        Mention(m.name, m.kind, m.relation)
+        for clause in clauses(words)
+        for m in entity_mentions(clause, extract_by_rules([clause]))
+    ]
+    return list(dict.fromkeys(found))
+
+
+def _ingest(conversations, embedder, *, entities: str = "none"):
     """One fresh user per conversation; every turn a user-scope memory, key = dia_id, value =
     the turn text, embedded in batches and handed to memory_create (so no per-memory model
-    call). Returns users, id->dia_id maps and the timings."""
+    call); with entities="rules", each memory is linked to its turn_mentions as a save with
+    entities links them (entities_link). Returns users, id->dia_id maps and the timings."""
     from memories.models import Scope, Source, User
     from memories.services import memory_create
+
+    if entities not in ENTITY_SOURCES:
+        raise ValueError(f"entities: one of {ENTITY_SOURCES}, not {entities!r}")
+    if entities != "none":  # not importable before issue 45
+        from memories.entities.linking import entities_link
 
     memories = [Memory_(c, t) for c in conversations for t in c.turns]
     started = time.perf_counter()
@@ -29,7 +58,7 @@ def _ingest(conversations, embedder):
     embed_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
-    users, keys = {}, {}
+    users, keys, linked, entity_ids = {}, {}, 0, set()
     for conversation in conversations:
         users[conversation.sample_id] = User.objects.create_user(
             username=f"locomo-{conversation.sample_id}"
@@ -45,6 +74,10 @@ def _ingest(conversations, embedder):
             vector=vector,
         )
         keys[created.id] = memory.turn.dia_id
+        if entities == "rules":
+            made = entities_link(created, turn_mentions(memory.turn.text))
+            linked += bool(made)
+            entity_ids.update(entity.id for entity in made)
     write_seconds = time.perf_counter() - started
     n = len(memories)
     timing = {
@@ -55,6 +88,12 @@ def _ingest(conversations, embedder):
         "write_s_per_1000": round(write_seconds / n * 1000, 2),
         "total_s_per_1000": round((embed_seconds + write_seconds) / n * 1000, 2),
     }
+    if entities != "none":
+        timing["entities"] = {
+            "source": entities,
+            "memories_linked": linked,
+            "entities": len(entity_ids),
+        }
     return users, keys, timing
 
 
@@ -178,8 +217,16 @@ SWEEP_FLOOR = (0.15, 0.2, 0.25)
 SWEEP_CANDIDATES = (50, 100)
 
 
-def run(*, data: str, quick: bool, sweep: str = "auto", sweep_only: bool = False) -> dict:
-    """sweep: "always", "never" or "auto" (only when the service misses the target)."""
+def run(
+    *,
+    data: str,
+    quick: bool,
+    sweep: str = "auto",
+    sweep_only: bool = False,
+    entities: str = "none",
+) -> dict:
+    """sweep: "always", "never" or "auto" (only when the service misses the target);
+    entities: ENTITY_SOURCES, what links each turn's memory to entities at ingest."""
     from django.test import override_settings
 
     from memories.embeddings.embedders import get_embedder
@@ -191,7 +238,7 @@ def run(*, data: str, quick: bool, sweep: str = "auto", sweep_only: bool = False
     embedder = get_embedder()
     embedder.embed(["warm-up"])
 
-    users, keys, ingest = _ingest(conversations, embedder)
+    users, keys, ingest = _ingest(conversations, embedder, entities=entities)
     result: dict = {
         "conversations": [c.sample_id for c in conversations],
         "queries": len(questions),

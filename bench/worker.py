@@ -17,6 +17,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--data")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sweep", choices=["auto", "always", "never"], default="auto")
+    parser.add_argument("--entities", choices=["none", "rules"], default="none")
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--breakdown-queries", type=int, default=50)
@@ -37,6 +38,7 @@ def main(argv: list[str]) -> None:
             quick=args.quick,
             sweep="always" if args.task == "sweep" else args.sweep,
             sweep_only=args.task == "sweep",
+            entities=args.entities,
         )
     elif args.task == "tune":
         from bench import tune
