@@ -1,10 +1,13 @@
 """Entity evidence: a query that names one of the user's entities (its name, an alias, its
 relation: "Sofia", "my wife", "esposa") or a group of relations ("family", "kids", "pets",
-"colleagues", and their words in other languages) brings that entity's memories in as
-candidates, with evidence 1 for an entity named and GROUP_EVIDENCE for one of a group. A
-query that names none changes nothing: one small query of the user's entities, then nothing.
+"colleagues", "parents", and their words in other languages) brings that entity's memories
+in as candidates, with evidence 1 for an entity named and GROUP_EVIDENCE for one of a group.
+A query that names none changes nothing: one small query of the user's entities, then
+nothing. A relation word names the user's relation only in a query about the user
+(entity_evidence): the wife of Henry VIII is not the user's wife.
 
-Relation words and group words are compared folded (case and accents aside) as whole words."""
+Relation words and group words are compared folded (case and accents aside) as whole words,
+in the singular or the plural ("dogs", "wives"); in Japanese, inside the query."""
 
 import re
 from collections.abc import Sequence
@@ -14,152 +17,277 @@ from memories.entities.names import fold
 from memories.models import CarrierIds, Entity, EntityKind
 
 GROUP_EVIDENCE = 0.8
+# A query of at most this many words is a search box's or a model's terse phrase ("dogs",
+# "user family"): its relation words are the user's.
+TERSE_WORDS = 3
 
-# A relation word of another language, and the relation it is (English, as entities keep it).
-RELATION_WORDS: dict[str, str] = {
-    **{word: "wife" for word in ("esposa", "mulher", "femme", "frau", "moglie", "vrouw", "zona")},
-    **{word: "husband" for word in ("esposo", "marido", "mari", "ehemann")},
-    **{word: "son" for word in ("hijo", "filho", "fils", "sohn", "figlio", "zoon", "syn")},
-    **{word: "daughter" for word in ("hija", "filha", "fille", "tochter", "figlia", "dochter")},
-    **{word: "mother" for word in ("madre", "mae", "mutter", "moeder", "mom", "mum")},
-    **{word: "father" for word in ("padre", "pai", "pere", "vater", "vader", "dad")},
-    **{word: "sister" for word in ("hermana", "irma", "soeur", "schwester", "sorella", "zus")},
-    **{word: "brother" for word in ("hermano", "irmao", "frere", "bruder", "fratello", "broer")},
-    **{word: "dog" for word in ("perro", "cao", "cachorro", "chien", "hund", "hond")},
-    **{word: "cat" for word in ("gato", "katze", "gatto", "kat")},
-    **{word: "partner" for word in ("pareja", "companheiro", "companheira", "compagnon")},
-}
-FAMILY = {
-    "wife",
-    "husband",
-    "partner",
-    "spouse",
-    "son",
-    "daughter",
-    "child",
-    "kid",
-    "mother",
-    "mom",
-    "mum",
-    "father",
-    "dad",
-    "sister",
-    "brother",
-    "grandmother",
-    "grandma",
-    "grandfather",
-    "grandpa",
-    "grandson",
-    "granddaughter",
-    "aunt",
-    "uncle",
-    "cousin",
-    "niece",
-    "nephew",
-    "fiance",
-    "fiancee",
-    "stepson",
-    "stepdaughter",
-    "baby",
-}
-KIDS = {"son", "daughter", "child", "kid", "stepson", "stepdaughter", "baby"}
-PETS = {"dog", "cat", "pet", "puppy", "kitten"}
+PARTNERS = {"wife", "husband", "spouse", "partner", "girlfriend", "boyfriend", "fiance", "fiancee"}
+KIDS = {"son", "daughter", "child", "kid", "stepson", "stepdaughter", "baby", "twin"}
+PARENTS = {"mother", "father", "stepmother", "stepfather"}
+SIBLINGS = {"sister", "brother", "stepsister", "stepbrother", "half-sister", "half-brother"}
+GRANDPARENTS = {"grandmother", "grandfather"}
+FAMILY = (
+    PARTNERS
+    | KIDS
+    | PARENTS
+    | SIBLINGS
+    | GRANDPARENTS
+    | {"grandson", "granddaughter", "grandchild", "aunt", "uncle", "cousin", "niece", "nephew"}
+    | {"mother-in-law", "father-in-law", "sister-in-law", "brother-in-law"}
+)
+PETS = {"dog", "cat", "pet", "puppy", "kitten", "rabbit", "hamster", "parrot", "horse"}
 COLLEAGUES = {"colleague", "coworker", "co-worker", "boss", "manager", "teammate", "employee"}
-# A group word, and the relations it gathers (a family's pets are family too).
-GROUP_WORDS: dict[str, set[str]] = {
-    **{
-        word: FAMILY | PETS
-        for word in (
-            "family",
-            "familia",
-            "famille",
-            "familie",
-            "famiglia",
-            "gezin",
-            "rodzina",
-            "relatives",
-        )
-    },
-    **{
-        word: KIDS
-        for word in (
-            "kids",
-            "children",
-            "childs",
-            "hijos",
-            "ninos",
-            "filhos",
-            "criancas",
-            "enfants",
-            "kinder",
-            "kinderen",
-            "figli",
-            "bambini",
-            "dzieci",
-        )
-    },
-    **{
-        word: PETS
-        for word in (
-            "pets",
-            "mascotas",
-            "mascota",
-            "animais",
-            "animaux",
-            "haustiere",
-            "huisdieren",
-            "animali",
-        )
-    },
-    **{
-        word: COLLEAGUES
-        for word in (
-            "colleagues",
-            "coworkers",
-            "co-workers",
-            "colegas",
-            "companeros",
-            "collegues",
-            "kollegen",
-            "collegas",
-            "colleghi",
-            "team",
-        )
-    },
+
+
+def _words_for(relations, words: str) -> dict[str, frozenset[str]]:
+    named = frozenset({relations} if isinstance(relations, str) else relations)
+    # Folded as queries are: "grand-mère" and "おばあちゃん" are found as folded.
+    return dict.fromkeys((fold(word) for word in words.split()), named)
+
+
+# A word a query may name a relation by, and the relations of entities it names: English
+# words that name several ("spouse", "partner", "mom"), and the words of other languages
+# (Spanish, Portuguese, French, German, Italian, Dutch, Polish, Swahili, Japanese; folded).
+RELATION_WORDS: dict[str, frozenset[str]] = {
+    **_words_for(
+        {"wife", "spouse", "partner"},
+        "wife esposa mulher femme frau moglie vrouw echtgenote zona mke 妻 奥さん 嫁",
+    ),
+    **_words_for(
+        {"husband", "spouse", "partner"},
+        "husband esposo marido mari ehemann mann marito echtgenoot maz mume 夫 旦那",
+    ),
+    **_words_for(
+        {"wife", "husband", "spouse", "partner"},
+        "spouse conjuge conjoint coniuge ehepartner malzonek",
+    ),
+    **_words_for(
+        PARTNERS,
+        "partner pareja companheiro companheira compagnon compagne compagno compagna "
+        "lebensgefahrte lebensgefahrtin",
+    ),
+    **_words_for(
+        {"girlfriend", "partner"},
+        "girlfriend novia namorada copine freundin fidanzata vriendin dziewczyna 彼女",
+    ),
+    **_words_for(
+        {"boyfriend", "partner"}, "boyfriend novio namorado copain fidanzato chłopak 彼氏"
+    ),
+    **_words_for(
+        {"fiance", "fiancee", "partner"},
+        "fiance fiancee prometido prometida noivo noiva verlobte verlobter promesso promessa "
+        "verloofde narzeczony narzeczona 婚約者",
+    ),
+    **_words_for("son", "son hijo filho fils sohn figlio zoon syn 息子"),
+    **_words_for("daughter", "daughter hija filha fille tochter figlia dochter corka 娘"),
+    **_words_for(
+        KIDS,
+        "kid child nino nina crianca enfant kind bambino bambina dziecko mtoto 子供 子ども",
+    ),
+    **_words_for(
+        {"twin"} | KIDS,
+        "twin gemelo gemela gemeo gemea jumeau jumelle zwilling gemello gemella tweeling "
+        "bliźniak 双子",
+    ),
+    **_words_for(
+        "mother",
+        "mother mom mum mommy mummy mama madre mae mere mutter mamma moeder matka 母 お母さん",
+    ),
+    **_words_for(
+        "father",
+        "father dad daddy papa padre pai pere vater babbo vader ojciec tata baba 父 お父さん",
+    ),
+    **_words_for("sister", "sister hermana irma soeur schwester sorella zus siostra dada 姉 妹"),
+    **_words_for("brother", "brother hermano irmao frere bruder fratello broer brat kaka 兄 弟"),
+    **_words_for(
+        "grandmother",
+        "grandmother grandma granny nana abuela avo grand-mere oma grossmutter nonna babcia "
+        "祖母 おばあちゃん",
+    ),
+    **_words_for(
+        "grandfather",
+        "grandfather grandpa abuelo grand-pere opa grossvater nonno dziadek 祖父 おじいちゃん",
+    ),
+    **_words_for(
+        {"niece", "nephew"},
+        "niece nephew sobrina sobrino sobrinha sobrinho neveu nichte neffe nipote nicht neef "
+        "siostrzenica bratanek",
+    ),
+    **_words_for("aunt", "aunt tia tante zia"),
+    **_words_for("uncle", "uncle tio oncle onkel zio oom"),
+    **_words_for("cousin", "cousin primo prima cousine vetter cugino cugina"),
+    **_words_for("dog", "dog puppy perro cao cachorro chien hund cane hond pies mbwa 犬"),
+    **_words_for("cat", "cat kitten gato chat katze gatto kat kot paka 猫"),
+    **_words_for(
+        COLLEAGUES, "colleague coworker co-worker colega collegue kollege kollegin collega 同僚"
+    ),
+    **_words_for("boss", "boss jefe chefe patron chef capo baas szef 上司"),
 }
-_WORD = re.compile(r"[\w-]+")
+# A group word, and the relations it gathers (a family's pets are family too).
+GROUP_WORDS: dict[str, frozenset[str]] = {
+    **_words_for(
+        FAMILY | PETS, "family relatives familia famille familie famiglia gezin rodzina 家族"
+    ),
+    **_words_for(
+        KIDS,
+        "kids children childs twins hijos ninos filhos criancas enfants kinder kinderen figli "
+        "bambini dzieci watoto 子供たち 子どもたち",
+    ),
+    **_words_for(PARENTS, "parents padres pais eltern genitori ouders rodzice wazazi 両親"),
+    **_words_for(SIBLINGS, "siblings hermanos irmaos freres geschwister fratelli rodzenstwo 兄弟"),
+    **_words_for(
+        GRANDPARENTS,
+        "grandparents abuelos avos grands-parents grosseltern nonni grootouders dziadkowie 祖父母",
+    ),
+    **_words_for(
+        PETS,
+        "pets mascotas mascota animais animaux haustiere huisdieren animali zwierzeta ペット",
+    ),
+    **_words_for(
+        COLLEAGUES,
+        "colleagues coworkers co-workers colegas companeros collegues kollegen collegas "
+        "colleghi team wspolpracownicy 同僚たち",
+    ),
+    # A wedding anniversary is the partner's: the word names them without naming them.
+    **_words_for(PARTNERS, "anniversary aniversario hochzeitstag jahrestag anniversario trouwdag"),
+}
+# Words that make the relation words of a query the user's: the first person (pronouns and
+# possessives) in the languages above, and "user", as a model writes of the user ("the
+# user's wife", "user spouse"). "Who was the wife of Henry VIII?" has none, and is not.
+USER_WORDS = frozenset(
+    (
+        "i'm im i've i'd i'll me my mine we we're us our ours user users "
+        "yo mi mis nosotros nosotras nuestro nuestra nuestros nuestras "
+        "eu meu minha meus minhas nos nosso nossa nossos nossas "
+        "je j moi mon ma mes nous notre "
+        "ich mich mir mein meine meinen meinem meiner meines wir uns unser unsere unseren "
+        "unserem unserer "
+        "io mio mia miei mie noi nostro nostra nostri nostre "
+        "ik mijn wij onze ons "
+        "moj moja moje moi mojego mojej nasz nasza nasze naszej naszego "
+        "mimi yangu wangu wetu yetu sisi"
+    ).split()
+)
+# "The dogs", "la nonna", "os cachorros": a definite article before a relation word makes it
+# the user's too, unless a word of possession follows ("the wife of Henry VIII", "la moglie
+# di Enrico VIII"). ("a", "de" and "i" are left out: articles in one language, other words
+# in another.)
+DEFINITE_ARTICLES = frozenset(
+    "the el la los las o os as le les l der die das den dem des il lo gli het".split()
+)
+# (Portuguese "do", "da" are left out: "what does my wife do?")
+OF_WORDS = frozenset("of de di du des von van del della dello degli".split())
+# "user" as a model writes of the user: it makes the relation words just after it the user's.
+MODEL_USER_WORDS = frozenset({"user", "users"})
+USER_WORD_REACH = 3
+# Written without spaces between words: found inside the query, not as words.
+USER_MARKS_CJK = ("私", "僕", "俺", "うち", "我")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+_WORD = re.compile(r"[\w'-]+")
 
 
 def _words(text: str) -> list[str]:
-    return _WORD.findall(fold(text).replace("'s ", " ").replace("’s ", " "))
+    folded = fold(text).replace("’", "'")
+    return [word.removesuffix("'s") for word in _WORD.findall(folded)]
 
 
-def _relation_of(word: str) -> str:
-    return RELATION_WORDS.get(word, word)
+def _singulars(word: str) -> tuple[str, ...]:
+    """The word and the singulars it may be the plural of ("dogs", "wives", "nieces")."""
+    if len(word) <= 3 or not word.endswith("s"):
+        return (word,)
+    forms = [word, word[:-1]]
+    if word.endswith("es"):
+        forms.append(word[:-2])
+    if word.endswith("ies"):
+        forms.append(word[:-3] + "y")
+    if word.endswith("ves"):
+        forms += [word[:-3] + "fe", word[:-3] + "f"]
+    return tuple(forms)
 
 
-def matched_entities(query: str, entities: Sequence[tuple]) -> dict[UUID, float]:
-    """{entity id: evidence} of (id, kind, relation, names_folded) rows the query names."""
+def _cjk_hits(text: str, table: dict[str, frozenset[str]]) -> list[frozenset[str]]:
+    return [relations for word, relations in table.items() if _CJK.match(word) and word in text]
+
+
+def names_the_user(query: str) -> bool:
+    """Whether the whole query speaks of the user: it is terse (TERSE_WORDS), or in the
+    first person (USER_WORDS, French "j'", "m'"). "user" counts near a relation word only
+    (_users_words): "The user asks what a family is in biology" is not about theirs."""
+    words = _words(query)
+    if len(words) <= TERSE_WORDS and not _CJK.search(query):
+        return True
+    return any(
+        (word in USER_WORDS and word not in MODEL_USER_WORDS) or word.startswith(("j'", "m'"))
+        for word in words
+    ) or any(mark in query for mark in USER_MARKS_CJK)
+
+
+def _users_words(words: list[str], *, whole_query: bool) -> list[str]:
+    """The words of a query that may name the user's relations: with `whole_query` (the
+    query is the user's), all; else those after a definite article, or at most
+    USER_WORD_REACH words after "user" ("user spouse", "the user's wife", "does the user
+    have any nieces"). Never a word followed by a word of possession ("the wife of Henry
+    VIII", "la moglie di Enrico VIII")."""
+    counted = []
+    for i, word in enumerate(words):
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if after in OF_WORDS:
+            continue
+        before = words[max(0, i - USER_WORD_REACH) : i]
+        if whole_query or (before and before[-1] in DEFINITE_ARTICLES):
+            counted.append(word)
+        elif any(other in MODEL_USER_WORDS for other in before):
+            counted.append(word)
+    return counted
+
+
+def matched_entities(
+    query: str, entities: Sequence[tuple], *, about_user: bool = False
+) -> dict[UUID, float]:
+    """{entity id: evidence} of (id, kind, relation, names_folded) rows the query names: by a
+    name or alias always; by a relation or group word when the relation is the user's: the
+    query speaks of the user (names_the_user), the question classifier says it is about them
+    (`about_user`), or the word follows a definite article or "user" (_users_words)."""
     words = _words(query)
     if not words:
         return {}
     text = f" {' '.join(words)} "
-    relations = {_relation_of(word) for word in words}
-    groups = set().union(*(GROUP_WORDS[word] for word in words if word in GROUP_WORDS))
+    folded = fold(query)
+    users = about_user or names_the_user(query)
+    named: set[str] = set()
+    groups: set[str] = set()
+    for word in _users_words(words, whole_query=users):
+        for form in _singulars(word):
+            named |= RELATION_WORDS.get(form, {form})
+            groups |= GROUP_WORDS.get(form, set())
+    if users:
+        for relations in _cjk_hits(folded, RELATION_WORDS):
+            named |= relations
+        for relations in _cjk_hits(folded, GROUP_WORDS):
+            groups |= relations
     found: dict[UUID, float] = {}
     for entity_id, kind, relation, names in entities:
         relation = fold(relation)
-        if any(f" {name} " in text for name in names) or (relation and relation in relations):
+        # "older sister", "best friend": the relation's last word names it too.
+        relation_words = {relation, relation.rsplit(" ", 1)[-1]} if relation else set()
+        if any(f" {name} " in text or (_CJK.search(name) and name in folded) for name in names):
             found[entity_id] = 1.0
-        elif (relation and relation in groups) or (kind == EntityKind.PET and groups & PETS):
+        elif relation_words & named:
+            found[entity_id] = 1.0
+        elif relation_words & groups or (kind == EntityKind.PET and groups & PETS):
             found[entity_id] = GROUP_EVIDENCE
     return found
 
 
-def entity_evidence(*, query: str, scopes: Sequence[CarrierIds]) -> dict[UUID, float]:
+def entity_evidence(
+    *, query: str, scopes: Sequence[CarrierIds], about_user: bool = False
+) -> dict[UUID, float]:
     """{memory id: entity evidence} of the memories linked to the entities the query names,
     among the entities of the scopes' users (the memories' scopes are checked later, with
-    the other candidates')."""
+    the other candidates'). A relation or group word counts only for the user's relation
+    (matched_entities; `about_user`: the question classifier's word): "my wife", "user
+    spouse", "dogs", "how are the dogs?" and "What should we do as a family?" name the
+    user's; "Who was the wife of Henry VIII?" and "How many legs does a dog have?" do not."""
     users = {scope.user_id for scope in scopes if scope.user_id is not None}
     if not users:
         return {}
@@ -168,7 +296,9 @@ def entity_evidence(*, query: str, scopes: Sequence[CarrierIds]) -> dict[UUID, f
             "id", "kind", "relation", "names_folded"
         )
     )
-    matched = matched_entities(query, rows) if rows else {}
+    if not rows:
+        return {}
+    matched = matched_entities(query, rows, about_user=about_user)
     if not matched:
         return {}
     links = Entity.memories.through.objects.filter(entity_id__in=matched).values_list(

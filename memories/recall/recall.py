@@ -52,13 +52,18 @@ def memory_recall(
             vector = embed_query(query)
     with recall_stage("keyword"):
         keyword = keyword_hits(query=query, scopes=scopes, k=k)
-        entity = entity_evidence(query=query, scopes=scopes)
+        # The question measured against the references (calibration.py): the entity
+        # evidence counts relation words only in a question about the user.
+        calibration = calibrate(vector)
+        about_user = (
+            calibration is not None and calibration.about_user >= weights.about_user_floor
+        )
+        entity = entity_evidence(query=query, scopes=scopes, about_user=about_user)
     with recall_stage("candidates"):
         candidates = find_candidates(
             vector=vector, scopes=scopes, k=k, keyword=keyword, as_of=as_of, entity=entity
         )
     with recall_stage("scoring"):
-        calibration = calibrate(vector)
         scored = rank(
             candidates,
             weights=weights,

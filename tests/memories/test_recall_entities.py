@@ -113,3 +113,43 @@ def test_matching_reads_names_relations_groups_and_other_languages(db):
     assert matched_entities("acme", rows) == {}  # a part of a name is not the name
     assert matched_entities("let's chat about cats", rows) == {}
     assert not Entity.objects.exists()
+
+
+def test_a_relation_word_counts_for_the_users_relation_only(db):
+    rows = [
+        ("wife", "person", "wife", ["sofia"]),
+        ("dog", "pet", "dog", ["pip"]),
+        ("niece", "person", "niece", ["ella"]),
+        ("girlfriend", "person", "girlfriend", ["sanne"]),
+        ("grandmother", "person", "grandmother", ["rosa"]),
+    ]
+
+    def named(query, **kwargs):
+        return sorted(matched_entities(query, rows, **kwargs))
+
+    # The user's: the first person, a model's "user", a terse phrase, a definite article.
+    assert named("What does my wife like?") == ["wife"]
+    assert named("What does the user's wife do?") == ["wife"]
+    assert named("user spouse") == ["wife"]
+    assert named("dogs") == ["dog"]  # a plural names the relation too
+    assert named("Does the user have any nieces or nephews?") == ["niece"]
+    assert named("Como estão os cachorros?") == ["dog"]
+    assert named("Come sta la nonna?") == ["grandmother"]
+    assert named("Wat kan ik mijn vriendin geven?") == ["girlfriend"]
+    assert named("gift ideas for my partner") == ["girlfriend", "wife"]
+    assert named("J'ai besoin d'idées pour ma femme") == ["wife"]
+    assert named("うちの犬は元気？") == ["dog"]
+    assert named("What should we do this weekend as a family?") == sorted(
+        ["wife", "dog", "niece", "girlfriend", "grandmother"]
+    )
+    # Another's, or nobody's: no relation named.
+    assert named("Who was the wife of Henry VIII?") == []
+    assert named("Chi era la moglie di Enrico VIII?") == []
+    assert named("How many legs does a dog have?") == []
+    assert named("What is a family in biology taxonomy?") == []
+    assert named("The user asks what a family is in biological classification.") == []
+    # The question classifier's word that the question is about the user counts too.
+    assert named("Any ideas for an anniversary present?") == []
+    assert named("Any ideas for an anniversary present?", about_user=True) == ["girlfriend", "wife"]
+    # A name is a name, whoever asks.
+    assert named("Is Sofia free on Friday?") == ["wife"]
