@@ -83,11 +83,12 @@ ADVERB = (
     r"normally|basically|already)"
 )
 ADVERBS = rf"(?:\s+{ADVERB})*"
+# A whole word: "our friendship", "my neighbourhood" and "my childhood" name nobody.
 RELATIONS = (
     r"(?P<rel>(?:(?:little|older|younger|big|baby|best|twin)\s+)?(?:ex-)?(?:sister|brother|"
     r"mother|mom|mum|father|dad|wife|husband|partner|son|daughter|boyfriend|girlfriend|fianc[eé]e?|"
     r"friend|boss|manager|colleague|coworker|co-worker|roommate|flatmate|neighbou?r|grandmother|"
-    r"grandma|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|kid|child|dog|cat))"
+    r"grandma|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|kid|child|dog|cat)\b)"
     r"(?:,?\s+(?P<named>(?-i:[A-Z][a-z]+)))?"
 )
 # A clause that starts with a verb ("... and work for the NHS") has the subject of the one

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from extraction.rules import extract_by_rules
+from extraction.rules import entity_mentions, extract_by_rules
 from memories.models import Entity, Memory
 from tests.memories.helpers import assert_error
 
@@ -171,6 +171,17 @@ def test_the_rules_read_the_plain_forms_of_people_pets_and_employers():
     ]
     dog = next(mentions for key, mentions in found.items() if key.startswith("dog"))
     assert [(m.name, m.kind, m.relation) for m in dog] == [("Pip", "pet", "dog")]
+
+
+def test_a_word_that_starts_with_a_relation_names_nobody():
+    mentions = entity_mentions(
+        "Our friendship means a lot. My neighbourhood is quiet. My childhood was in Porto.", []
+    )
+    assert mentions == ()
+    assert [m.relation for m in entity_mentions("My friend Ana and my neighbour Rui", [])] == [
+        "friend",
+        "neighbour",
+    ]
 
 
 def test_an_extraction_by_rules_links_one_entity_per_person_it_names(api, owner):
