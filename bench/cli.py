@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
         # (bench/relations.py): each database in a worker, results in bench/results/issue45/.
         from bench import relations
 
-        relations.main(argv[1:])
+        relations.main(argv[1:], worker=_worker)
         return
     if argv[:1] == ["fair_writes"]:
         # Other users' saves during a large import and an erasure (bench/fair_writes.py).

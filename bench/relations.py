@@ -339,11 +339,10 @@ def table(results: dict) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str], *, worker) -> None:
     """`python -m bench relations [--db sqlite,postgresql] [--name NAME]`: each database in a
-    worker of its own (bench.cli._worker), the results in bench/results/NAME.json
-    (issue45/relations by default), the table printed."""
-    from bench.cli import _worker
+    worker of its own (`worker`: bench.cli's, which dispatches here), the results in
+    bench/results/NAME.json (issue45/relations by default), the table printed."""
     from bench.common import (
         DATABASES,
         embedder_description,
@@ -378,7 +377,7 @@ def main(argv: list[str]) -> None:
         pg = BenchPostgres()
     try:
         for database in databases:
-            results["relations"][database] = _worker("relations", database, [], pg)
+            results["relations"][database] = worker("relations", database, [], pg)
     finally:
         if pg is not None:
             pg.stop()
@@ -388,4 +387,4 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit("usage: python -m bench relations [--db sqlite,postgresql] [--name NAME]")
