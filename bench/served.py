@@ -29,6 +29,7 @@ from bench.served_client import (
     concurrent_searches,
     post_batches,
     post_creates,
+    timed_contexts,
     timed_searches,
 )
 from bench.served_roles import EXTERNAL_ID, setup_main, timer_main
@@ -121,6 +122,7 @@ def _run_database(database: str, url: str | None, plan: dict, pg) -> dict:
         }
         port, timer = run.port, run.timer
         out["search"] = timed_searches(port, headers, setup["queries"], timer)
+        out["context"] = timed_contexts(port, headers, setup["queries"])
         out["exact_top"] = timer.exactness(EXACT_QUERIES)
         # What each phase cost the machine's cores, per search or memory (bench/cpu.py).
         meter = run.meter()

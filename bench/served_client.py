@@ -71,6 +71,28 @@ def timed_searches(port: int, headers: dict, queries: list[str], timer: Timer) -
     return out
 
 
+def timed_contexts(port: int, headers: dict, queries: list[str]) -> dict:
+    """POST /api/memories/context for each query, one at a time over one keep-alive
+    connection, as a product asks for the hint of each model turn: latency and the mean of
+    its Server-Timing stages."""
+    from bench.metrics import latency_summary
+
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    path = "/api/memories/context"
+    for query in queries[:WARM_UP]:
+        request(connection, "POST", path, headers, {"query": query})
+    seconds, stages = [], []
+    for query in queries:
+        started = time.perf_counter()
+        _, timings = exchange(connection, "POST", path, headers, {"query": query})
+        seconds.append(time.perf_counter() - started)
+        stages.append(timings)
+    connection.close()
+    summary = latency_summary(seconds)
+    summary.update(_stage_means(stages, [name for name, _ in SEARCH_STAGES]))
+    return summary
+
+
 # The stages of one search in the order it goes through them (ops.timing names), then what
 # is left: Django's own work outside them, and the server and the network.
 def breakdown(http_seconds: list[float], stages: list[dict]) -> list[dict]:

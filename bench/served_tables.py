@@ -51,6 +51,14 @@ def markdown(results: dict) -> str:
             f"| {database} | {pct(search['http'])} | {pct(search['knn'])} | "
             f"{pct(search['embed'])} | {search['ratio_http_to_knn_plus_embed_p95']:.2f} |"
         )
+    contexts = {database: run["context"] for database, run in served.items() if "context" in run}
+    if contexts:
+        lines += [
+            "",
+            "| database | HTTP context (POST /api/memories/context) p50 / p95 |",
+            "|---|---|",
+            *(f"| {database} | {pct(context)} |" for database, context in contexts.items()),
+        ]
     loads = [
         f"{database} {run['loadavg_before'][0]:.2f} / {run['loadavg_after'][0]:.2f}"
         for database, run in served.items()
