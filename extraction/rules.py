@@ -54,6 +54,7 @@ from extraction.statements import (
     LIST_COMMA,
     NOTE_REQUEST,
     RELATIONS,
+    RELATIONS_OR_PLURAL,
     clauses,
     is_statement,
     text_before,
@@ -318,7 +319,7 @@ def extract_by_rules_cited(numbered: Sequence[tuple[int, str]]) -> list[Candidat
     return list(found.values())
 
 
-_RELATION_MENTION = re.compile(rf"\b(?:my|our)\s+{RELATIONS}", re.I)
+_RELATION_MENTION = re.compile(rf"\b(?:my|our)\s+{RELATIONS_OR_PLURAL}", re.I)
 _RELATION_MODIFIERS = re.compile(r"^(?:(?:little|older|younger|big|baby|best|twin)\s+)+")
 _PETS = ("dog", "cat")
 _EMPLOYER_VALUE = re.compile(r"^Works (?:at|for) (?P<x>.+)$")

@@ -83,14 +83,17 @@ ADVERB = (
     r"normally|basically|already)"
 )
 ADVERBS = rf"(?:\s+{ADVERB})*"
-# A whole word: "our friendship", "my neighbourhood" and "my childhood" name nobody.
-RELATIONS = (
+_RELATION = (
     r"(?P<rel>(?:(?:little|older|younger|big|baby|best|twin)\s+)?(?:ex-)?(?:sister|brother|"
     r"mother|mom|mum|father|dad|wife|husband|partner|son|daughter|boyfriend|girlfriend|fianc[eé]e?|"
     r"friend|boss|manager|colleague|coworker|co-worker|roommate|flatmate|neighbou?r|grandmother|"
-    r"grandma|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|kid|child|dog|cat)\b)"
-    r"(?:,?\s+(?P<named>(?-i:[A-Z][a-z]+)))?"
+    r"grandma|grandfather|grandpa|aunt|uncle|cousin|niece|nephew|kid|child|dog|cat))"
 )
+_NAMED = r"(?:,?\s+(?P<named>(?-i:[A-Z][a-z]+)))?"
+# A whole word: "our friendship", "my neighbourhood" and "my childhood" name nobody.
+RELATIONS = rf"{_RELATION}\b{_NAMED}"
+# The same, or its plural ("my kids", "our dogs"), `rel` the singular.
+RELATIONS_OR_PLURAL = rf"{_RELATION}s?\b{_NAMED}"
 # A clause that starts with a verb ("... and work for the NHS") has the subject of the one
 # before it; it is carried over with what preceded it there, negations and all.
 _SUBJECT = re.compile(rf"\bI\b|\b(?:my|our)\s+{RELATIONS}", re.I)

@@ -182,6 +182,7 @@ def test_a_word_that_starts_with_a_relation_names_nobody():
         "friend",
         "neighbour",
     ]
+    assert [m.name for m in entity_mentions("My kids love our dogs", [])] == ["my kid", "my dog"]
 
 
 def test_an_extraction_by_rules_links_one_entity_per_person_it_names(api, owner):
