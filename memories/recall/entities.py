@@ -48,6 +48,8 @@ def _words_for(relations, words: str) -> dict[str, frozenset[str]]:
 # A word a query may name a relation by, and the relations of entities it names: English
 # words that name several ("spouse", "partner", "mom"), and the words of other languages
 # (Spanish, Portuguese, French, German, Italian, Dutch, Polish, Swahili, Japanese; folded).
+# Words that are everyday words of another language are left out: "kind", "chat", "cane",
+# "chef", "patron", "prima", "primo", "team" ("what kind of music do I like?").
 RELATION_WORDS: dict[str, frozenset[str]] = {
     **_words_for(
         {"wife", "spouse", "partner"},
@@ -82,7 +84,7 @@ RELATION_WORDS: dict[str, frozenset[str]] = {
     **_words_for("daughter", "daughter hija filha fille tochter figlia dochter corka 娘"),
     **_words_for(
         KIDS,
-        "kid child nino nina crianca enfant kind bambino bambina dziecko mtoto 子供 子ども",
+        "kid child nino nina crianca enfant bambino bambina dziecko mtoto 子供 子ども",
     ),
     **_words_for(
         {"twin"} | KIDS,
@@ -115,13 +117,13 @@ RELATION_WORDS: dict[str, frozenset[str]] = {
     ),
     **_words_for("aunt", "aunt tia tante zia"),
     **_words_for("uncle", "uncle tio oncle onkel zio oom"),
-    **_words_for("cousin", "cousin primo prima cousine vetter cugino cugina"),
-    **_words_for("dog", "dog puppy perro cao cachorro chien hund cane hond pies mbwa 犬"),
-    **_words_for("cat", "cat kitten gato chat katze gatto kat kot paka 猫"),
+    **_words_for("cousin", "cousin cousine vetter cugino cugina"),
+    **_words_for("dog", "dog puppy perro cao cachorro chien hund hond pies mbwa 犬"),
+    **_words_for("cat", "cat kitten gato katze gatto kat kot paka 猫"),
     **_words_for(
         COLLEAGUES, "colleague coworker co-worker colega collegue kollege kollegin collega 同僚"
     ),
-    **_words_for("boss", "boss jefe chefe patron chef capo baas szef 上司"),
+    **_words_for("boss", "boss jefe chefe capo baas szef 上司"),
 }
 # A group word, and the relations it gathers (a family's pets are family too).
 GROUP_WORDS: dict[str, frozenset[str]] = {
@@ -146,7 +148,7 @@ GROUP_WORDS: dict[str, frozenset[str]] = {
     **_words_for(
         COLLEAGUES,
         "colleagues coworkers co-workers colegas companeros collegues kollegen collegas "
-        "colleghi team wspolpracownicy 同僚たち",
+        "colleghi wspolpracownicy 同僚たち",
     ),
     # A wedding anniversary is the partner's: the word names them without naming them.
     **_words_for(PARTNERS, "anniversary aniversario hochzeitstag jahrestag anniversario trouwdag"),

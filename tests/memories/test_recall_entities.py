@@ -153,3 +153,20 @@ def test_a_relation_word_counts_for_the_users_relation_only(db):
     assert named("Any ideas for an anniversary present?", about_user=True) == ["girlfriend", "wife"]
     # A name is a name, whoever asks.
     assert named("Is Sofia free on Friday?") == ["wife"]
+
+
+def test_everyday_words_of_another_language_name_no_relation(db):
+    rows = [
+        ("cat", "pet", "cat", ["misu"]),
+        ("kid", "person", "kid", ["leo"]),
+        ("boss", "person", "boss", ["ana"]),
+        ("colleague", "person", "colleague", ["rui"]),
+    ]
+
+    for query in (
+        "Can we chat about my day?",  # French "chat" is a cat
+        "What kind of music do I like?",  # German "Kind" is a child
+        "I want to train as a chef",  # French "chef" is a boss
+        "Which team do I support?",
+    ):
+        assert matched_entities(query, rows) == {}, query
