@@ -63,8 +63,7 @@ def profile_write(user: User, *, force: bool = False) -> bool:
         with transaction.atomic():
             Profile.objects.update_or_create(user=user, defaults=fields)
     except IntegrityError:
-        # The user was erased while the summary was written: nothing to keep.
-        if User.objects.filter(id=user.id).exists():
-            raise
+        # The user was erased while the summary was written (nothing to keep), or another
+        # sweep made their profile first (it read what this one read, or later).
         return False
     return True

@@ -9,9 +9,12 @@ nothing. A relation word names the user's relation only in a query about the use
 Relation words and group words are compared folded (case and accents aside) as whole words,
 in the singular or the plural ("dogs", "wives"); in Japanese, inside the query."""
 
+import json
 import re
 from collections.abc import Sequence
 from uuid import UUID
+
+from django.db import connection
 
 from memories.entities.names import fold
 from memories.models import CarrierIds, Entity, EntityKind
@@ -281,6 +284,34 @@ def matched_entities(
     return found
 
 
+def _entity_rows(user_ids: set[UUID]) -> list[tuple]:
+    """(id, kind, relation, names_folded) of these users' entities. Run on every recall, most
+    often to find none: the statement is written out, since building it with the ORM took
+    ten times as long as running it (0.17 against 0.015 ms on SQLite)."""
+    user_field = Entity._meta.get_field("user").target_field
+    values = [user_field.get_db_prep_value(user_id, connection) for user_id in sorted(user_ids)]
+    table = connection.ops.quote_name(Entity._meta.db_table)
+    placeholders = ", ".join(["%s"] * len(values))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            # Only the table name is formatted in; the ids are parameters.
+            f"SELECT id, kind, relation, names_folded FROM {table} "
+            f"WHERE user_id IN ({placeholders})",
+            values,
+        )
+        fetched = cursor.fetchall()
+    # SQLite gives the id as hex text and the JSON as text; PostgreSQL, a UUID and a list.
+    return [
+        (
+            entity_id if isinstance(entity_id, UUID) else UUID(entity_id),
+            kind,
+            relation,
+            json.loads(names) if isinstance(names, str) else names,
+        )
+        for entity_id, kind, relation, names in fetched
+    ]
+
+
 def entity_evidence(
     *, query: str, scopes: Sequence[CarrierIds], about_user: bool = False
 ) -> dict[UUID, float]:
@@ -293,11 +324,7 @@ def entity_evidence(
     users = {scope.user_id for scope in scopes if scope.user_id is not None}
     if not users:
         return {}
-    rows = list(
-        Entity.objects.filter(user_id__in=users).values_list(
-            "id", "kind", "relation", "names_folded"
-        )
-    )
+    rows = _entity_rows(users)
     if not rows:
         return {}
     matched = matched_entities(query, rows, about_user=about_user)
