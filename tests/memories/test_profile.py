@@ -85,7 +85,7 @@ def test_the_profile_lists_pins_then_memories_by_category_and_entities_by_relati
 def test_the_sweep_writes_a_template_summary_of_pins_people_and_facts(api, owner):
     saved = family(api)
 
-    assert profiles_refresh() == {"users": 1, "written": 1}
+    assert profiles_refresh() == {"written": 1}
 
     body = api.get(URL).json()
     summary = body["summary"]
