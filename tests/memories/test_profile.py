@@ -375,3 +375,18 @@ def test_the_sweep_runs_on_the_beat_schedule(settings):
     entry = settings.CELERY_BEAT_SCHEDULE["write-profile-summaries"]
     assert entry["task"] == "memories.tasks.refresh_profiles_task"
     assert entry["schedule"] == settings.PROFILE_REFRESH_INTERVAL_SECONDS
+
+
+def test_a_sweep_that_finds_a_user_unchanged_reads_only_the_fingerprint(
+    api, owner, django_assert_max_num_queries
+):
+    family(api)
+    profiles_refresh()
+
+    with django_assert_max_num_queries(12) as captured:
+        assert profiles_refresh() == {"written": 0}
+
+    # The fingerprint's aggregates, not the memories themselves (200 ms for a heavy user).
+    reads = [query["sql"] for query in captured.captured_queries]
+    assert any("MAX(" in sql.upper() for sql in reads)
+    assert not any('ORDER BY "memories_memory"."importance"' in sql for sql in reads)
