@@ -185,10 +185,11 @@ def test_the_readme_walk_through_runs_against_scripts_serve(served, tmp_path):
     assert '{"key":"home","value":"Lives in Porto","created":true}' in saved_and_recalled
     assert '{"key":"home","value":"Lives in Porto","score":' in saved_and_recalled  # search
     assert "<user_memories>" in saved_and_recalled and "diet: Vegetarian" in saved_and_recalled
-    assert tools.split("\n", 4)[:4] == [
+    assert tools.split("\n", 5)[:5] == [
         "memory_save",
         "memory_recall",
         "memory_context",
+        "memory_profile",
         "memory_forget",
     ]
     assert '{"key":"diet","value":"Vegetarian"}' in tools
@@ -209,6 +210,7 @@ def test_the_readme_walk_through_runs_against_scripts_serve(served, tmp_path):
         "memory_save",
         "memory_recall",
         "memory_context",
+        "memory_profile",
         "memory_forget",
     }
 
