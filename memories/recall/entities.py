@@ -180,8 +180,18 @@ USER_WORDS = frozenset(
 DEFINITE_ARTICLES = frozenset(
     "the el la los las o os as le les l der die das den dem des il lo gli het".split()
 )
-# (Portuguese "do", "da" are left out: "what does my wife do?")
-OF_WORDS = frozenset("of de di du des von van del della dello degli".split())
+# (Portuguese "do" is left out: "what does my wife do?")
+OF_WORDS = frozenset("of de di du des von van del della dello degli da das dos".split())
+# "a dog", "a family": a relation word after an indefinite article is anyone's, in a query
+# that is not the user's ("How many legs does a dog have?"). (Portuguese "a" is "the" too:
+# "a esposa de Dom Pedro" is someone else's anyway.)
+INDEFINITE_ARTICLES = frozenset("a an un une una uno um uma ein eine einen einem einer een".split())
+# "Napoleon's brother", "Henry VIII's first wife": a possessive at most this many words before
+# a relation word makes it the possessor's. Contractions ("what's", "it's") possess nothing.
+POSSESSOR_REACH = 2
+NOT_POSSESSORS = frozenset(
+    "it's what's who's that's there's here's he's she's where's how's let's when's why's".split()
+)
 # "user" as a model writes of the user: it makes the relation words just after it the user's.
 MODEL_USER_WORDS = frozenset({"user", "users"})
 USER_WORD_REACH = 3
@@ -191,9 +201,69 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 _WORD = re.compile(r"[\w'-]+")
 
 
+def _tokens(text: str) -> list[str]:
+    """The query's words folded, possessives kept ("napoleon's")."""
+    return _WORD.findall(fold(text).replace("’", "'"))
+
+
 def _words(text: str) -> list[str]:
-    folded = fold(text).replace("’", "'")
-    return [word.removesuffix("'s") for word in _WORD.findall(folded)]
+    return [word.removesuffix("'s") for word in _tokens(text)]
+
+
+def _is_relation_word(word: str) -> bool:
+    return any(form in RELATION_WORDS or form in GROUP_WORDS for form in _singulars(word))
+
+
+def _possessed(tokens: list[str], i: int) -> bool:
+    """Whether a possessive other than the user's comes just before tokens[i] ("napoleon's
+    brother", "viii's first wife"; not "the user's wife", "my wife")."""
+    for token in tokens[max(0, i - POSSESSOR_REACH) : i]:
+        if token in NOT_POSSESSORS or not token.endswith(("'s", "s'")):
+            continue
+        owner = token.removesuffix("'s").removesuffix("'")
+        if owner not in MODEL_USER_WORDS and owner not in USER_WORDS:
+            return True
+    return False
+
+
+def _anyones(tokens: list[str], i: int, *, about_user: bool) -> bool:
+    """Whether tokens[i] is someone else's or anyone's: a word of possession follows ("the
+    wife of Henry VIII"), another's possessive comes before (_possessed), or, in a question
+    the classifier does not find about the user (`about_user`), an indefinite article does
+    and "user" is not just before it ("how many legs does a dog have?", but "does the user
+    have a dog?", "plan a family dinner", "gift ideas for a wife who gardens")."""
+    after = tokens[i + 1] if i + 1 < len(tokens) else ""
+    if after in OF_WORDS or _possessed(tokens, i):
+        return True
+    if about_user:
+        return False
+    before = [token.removesuffix("'s") for token in tokens[max(0, i - USER_WORD_REACH) : i]]
+    return (
+        bool(before)
+        and before[-1] in INDEFINITE_ARTICLES
+        and not any(word in MODEL_USER_WORDS for word in before)
+    )
+
+
+def query_about_others(query: str, *, about_user: bool = False) -> str | None:
+    """For a query about someone else's relations or about anyone's, and not the user's, the
+    query without those relation words; else None. It is about others when it does not speak
+    of the user (names_the_user), names at least one relation or group word, and every one
+    of them is someone else's or anyone's (_anyones): "Who was the wife of Henry VIII?",
+    "Who was Napoleon's brother?", "How many legs does a dog have?". What is left is what a
+    memory must match by its words: the user's memories about wives, brothers or dogs are
+    no answer to it, however close their meaning (recall.memory_recall)."""
+    if names_the_user(query):
+        return None
+    tokens = _tokens(query)
+    relation_at = [
+        i for i, token in enumerate(tokens) if _is_relation_word(token.removesuffix("'s"))
+    ]
+    if not relation_at or not all(
+        _anyones(tokens, i, about_user=about_user) for i in relation_at
+    ):
+        return None
+    return " ".join(token for i, token in enumerate(tokens) if i not in relation_at)
 
 
 def _singulars(word: str) -> tuple[str, ...]:
@@ -227,16 +297,18 @@ def names_the_user(query: str) -> bool:
     ) or any(mark in query for mark in USER_MARKS_CJK)
 
 
-def _users_words(words: list[str], *, whole_query: bool) -> list[str]:
+def _users_words(tokens: list[str], *, whole_query: bool) -> list[str]:
     """The words of a query that may name the user's relations: with `whole_query` (the
     query is the user's), all; else those after a definite article, or at most
     USER_WORD_REACH words after "user" ("user spouse", "the user's wife", "does the user
     have any nieces"). Never a word followed by a word of possession ("the wife of Henry
-    VIII", "la moglie di Enrico VIII")."""
+    VIII", "la moglie di Enrico VIII"), nor one another's possessive comes just before
+    ("Napoleon's brother", "my wife's brother")."""
+    words = [token.removesuffix("'s") for token in tokens]
     counted = []
     for i, word in enumerate(words):
         after = words[i + 1] if i + 1 < len(words) else ""
-        if after in OF_WORDS:
+        if after in OF_WORDS or _possessed(tokens, i):
             continue
         before = words[max(0, i - USER_WORD_REACH) : i]
         if whole_query or (before and before[-1] in DEFINITE_ARTICLES):
@@ -253,7 +325,8 @@ def matched_entities(
     name or alias always; by a relation or group word when the relation is the user's: the
     query speaks of the user (names_the_user), the question classifier says it is about them
     (`about_user`), or the word follows a definite article or "user" (_users_words)."""
-    words = _words(query)
+    tokens = _tokens(query)
+    words = [token.removesuffix("'s") for token in tokens]
     if not words:
         return {}
     text = f" {' '.join(words)} "
@@ -261,7 +334,7 @@ def matched_entities(
     users = about_user or names_the_user(query)
     named: set[str] = set()
     groups: set[str] = set()
-    for word in _users_words(words, whole_query=users):
+    for word in _users_words(tokens, whole_query=users):
         for form in _singulars(word):
             named |= RELATION_WORDS.get(form, {form})
             groups |= GROUP_WORDS.get(form, set())

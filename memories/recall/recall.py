@@ -14,9 +14,10 @@ from memories.embeddings.embedders import embed_query
 from memories.models import CarrierIds, Memory
 from memories.recall import scoring
 from memories.recall.access import memory_record_access
+from memories.recall.bm25 import KeywordHit
 from memories.recall.calibration import Calibration, calibrate
 from memories.recall.candidates import Candidate, find_candidates, keyword_hits
-from memories.recall.entities import entity_evidence
+from memories.recall.entities import entity_evidence, query_about_others
 from ops.metrics import recall_stage
 
 
@@ -51,14 +52,18 @@ def memory_recall(
         with recall_stage("embedding"):
             vector = embed_query(query)
     with recall_stage("keyword"):
-        keyword = keyword_hits(query=query, scopes=scopes, k=k)
-        # The question measured against the references (calibration.py): the entity
-        # evidence counts relation words only in a question about the user.
+        # A question about someone else's relations or anyone's ("Who was Napoleon's
+        # brother?", "How many legs does a dog have?"): the user's memories about brothers
+        # and dogs are close in meaning and no answer. Its other words must match.
+        # The question measured against the references (calibration.py) tells whether it
+        # is about the user; the entity evidence counts relation words only when it is.
         calibration = calibrate(vector)
         about_user = (
             calibration is not None and calibration.about_user >= weights.about_user_floor
         )
-        entity = entity_evidence(query=query, scopes=scopes, about_user=about_user)
+        keyword, entity, similarity_gates = _word_evidence(
+            query=query, scopes=scopes, k=k, about_user=about_user, weights=weights
+        )
     with recall_stage("candidates"):
         candidates = find_candidates(
             vector=vector, scopes=scopes, k=k, keyword=keyword, as_of=as_of, entity=entity
@@ -71,6 +76,7 @@ def memory_recall(
             top_k=top_k,
             calibration=calibration,
             min_relevance=min_relevance,
+            similarity_gates=similarity_gates,
         )
     if not scored:
         return []
@@ -87,6 +93,33 @@ def memory_recall(
         for memory_id, score in scored
         if memory_id in memories
     ]
+
+
+def _word_evidence(
+    *,
+    query: str,
+    scopes: Sequence[CarrierIds],
+    k: int,
+    about_user: bool,
+    weights: scoring.Weights,
+) -> tuple[dict[UUID, KeywordHit[UUID]], dict[UUID, float], bool]:
+    """(keyword hits, entity evidence, whether similarity may pass the gate). A question
+    about a stranger's relations or anyone's ("Who was Napoleon's brother?", "How many legs
+    does a dog have?", entities.query_about_others) is close in meaning to the user's
+    memories about brothers and dogs and is no question about them: its other words must
+    match, and similarity only ranks. Unless those words find someone the memories know (an
+    entity's name, a keyword hit: "What does Sofia's brother do?"): then it is read as any
+    other question."""
+    about_others = query_about_others(query, about_user=about_user)
+    if about_others is not None:
+        keyword = keyword_hits(query=about_others, scopes=scopes, k=k)
+        entity = entity_evidence(query=query, scopes=scopes)
+        known = entity or any(hit.evidence >= weights.keyword_floor for hit in keyword.values())
+        if not known:
+            return keyword, entity, False
+    keyword = keyword_hits(query=query, scopes=scopes, k=k)
+    entity = entity_evidence(query=query, scopes=scopes, about_user=about_user)
+    return keyword, entity, True
 
 
 def close_to_best(hits: Sequence[RecallHit], share: float) -> list[RecallHit]:
@@ -108,10 +141,13 @@ def rank(
     top_k: int,
     calibration: Calibration | None,
     min_relevance: float | None = None,
+    similarity_gates: bool = True,
 ) -> list[tuple[UUID, scoring.Score]]:
     """The top_k relevant candidates with their scores, best first: those the gate lets
     through, or with min_relevance those whose relevance reaches it. Without a calibration
-    (no embedder) similarities are not read: keywords and confidence decide."""
+    (no embedder) similarities are not read: keywords and confidence decide; without
+    `similarity_gates`, the gate reads keywords and entities alone, as without an embedder,
+    and similarity still ranks what it lets through."""
     similarities = [
         calibration.of(c.similarity)
         if calibration is not None and c.similarity is not None
@@ -124,7 +160,7 @@ def rank(
     for candidate, similarity in zip(candidates, similarities, strict=True):
         # The gate first: most candidates stop there, before their relevance is computed.
         if min_relevance is None and not scoring.is_relevant(
-            similarity=similarity,
+            similarity=similarity if similarity_gates else None,
             best_similarity=best_similarity,
             keyword_evidence=candidate.keyword_evidence,
             about_user=about_user,

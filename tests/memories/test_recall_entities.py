@@ -6,7 +6,7 @@ query that names none ranks as before."""
 import pytest
 
 from memories.models import Entity
-from memories.recall.entities import GROUP_EVIDENCE, matched_entities
+from memories.recall.entities import GROUP_EVIDENCE, matched_entities, query_about_others
 
 CONTEXT = "/api/memories/context"
 SEARCH = "/api/memories/search"
@@ -153,6 +153,79 @@ def test_a_relation_word_counts_for_the_users_relation_only(db):
     assert named("Any ideas for an anniversary present?", about_user=True) == ["girlfriend", "wife"]
     # A name is a name, whoever asks.
     assert named("Is Sofia free on Friday?") == ["wife"]
+    # Another's possessive makes the relation theirs, even in a question about the user.
+    assert named("Who was Napoleon's brother?", about_user=True) == []
+    assert named("Who was Henry VIII's first wife?", about_user=True) == []
+    assert named("What should I give my niece's girlfriend?") == ["niece"]
+    assert named("Quem foi o marido da rainha D. Maria II?", about_user=True) == []
+
+
+@pytest.mark.parametrize(
+    "query, left",
+    [
+        ("Who was the wife of Henry VIII?", "who was the of henry viii"),
+        ("Who was Napoleon's brother?", "who was napoleon's"),
+        ("Who was Henry VIII's first wife?", "who was henry viii's first"),
+        ("Chi era la moglie di Enrico VIII?", "chi era la di enrico viii"),
+        ("Wer war der Ehemann von Marie Curie?", "wer war der von marie curie"),
+        ("How many legs does a dog have?", "how many legs does a have"),
+    ],
+)
+def test_a_question_about_someone_elses_relations_is_read_without_them(query, left):
+    assert query_about_others(query) == left
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "What does my wife like?",  # the first person
+        "What does the user's wife do?",  # the model's "user"
+        "does the user have a dog?",  # "user" just before the article
+        "dogs",  # terse: a search box's
+        "What should we do this weekend as a family?",
+        "What does my wife's brother do?",  # the user's wife's
+        "Is Sofia free on Friday?",  # no relation word at all
+    ],
+)
+def test_a_question_about_the_users_relations_is_read_whole(query):
+    assert query_about_others(query) is None
+
+
+def test_an_indefinite_article_is_anyones_unless_the_question_is_the_users():
+    # The classifier's word decides: "Plan a family dinner" is the user's family.
+    assert query_about_others("How many legs does a dog have?") is not None
+    assert query_about_others("Plan a family dinner for the weekend", about_user=True) is None
+    # Another's possessive or "of" is another's whatever the classifier says.
+    assert query_about_others("Who was Napoleon's brother?", about_user=True) is not None
+
+
+def test_a_question_about_a_strangers_relations_gets_nothing(api, family):
+    save(api, "brother", "Brother Tom lives in Leeds", [{"name": "Tom", "relation": "brother"}])
+    save(api, "dog walks", "Walks the dogs every morning")
+
+    for query in (
+        "Who was the wife of Henry VIII?",
+        "Who was Napoleon's brother?",
+        "Who was Henry VIII's first wife?",
+        "Chi era la moglie di Enrico VIII?",
+        "How many legs does a dog have?",
+    ):
+        assert keys_of(api.post(CONTEXT, {"query": query}, format="json")) == [], query
+        assert api.get(SEARCH, {"q": query}).json()["data"] == [], query
+
+
+def test_a_question_about_someone_the_memories_know_is_read_whole(api, family):
+    """"Sofia's brother" is the wife's brother: the question is read whole, so a memory of
+    him that names neither Sofia nor a brother comes by its meaning. So is a question about
+    someone a memory names ("Napoleon", in one of the user's reading): that memory first."""
+    save(api, "brother-in-law", "Brother-in-law Marco works as a chef in Lyon")
+    save(api, "reading", "Reading a biography of Napoleon")
+
+    sofia = keys_of(api.post(CONTEXT, {"query": "What does Sofia's brother do?"}, format="json"))
+    napoleon = keys_of(api.post(CONTEXT, {"query": "Who was Napoleon's brother?"}, format="json"))
+
+    assert {"wife's hobby", "brother-in-law"} <= set(sofia), sofia
+    assert napoleon[:1] == ["reading"], napoleon
 
 
 def test_everyday_words_of_another_language_name_no_relation(db):
