@@ -32,7 +32,7 @@ from bench.served_client import (
     timed_contexts,
     timed_searches,
 )
-from bench.served_roles import EXTERNAL_ID, setup_main, timer_main
+from bench.served_roles import EXTERNAL_ID, FILTERED_APP, setup_main, timer_main
 from bench.served_runner import (
     ServedRun,
     add_service_options,
@@ -122,6 +122,10 @@ def _run_database(database: str, url: str | None, plan: dict, pg) -> dict:
         }
         port, timer = run.port, run.timer
         out["search"] = timed_searches(port, headers, setup["queries"], timer)
+        # The same searches among the 1% of memories a filter matches (issue 46).
+        out["search_filtered"] = timed_searches(
+            port, headers, setup["queries"], timer, memory_filter={"metadata.app": FILTERED_APP}
+        )
         out["context"] = timed_contexts(port, headers, setup["queries"])
         out["exact_top"] = timer.exactness(EXACT_QUERIES)
         # What each phase cost the machine's cores, per search or memory (bench/cpu.py).

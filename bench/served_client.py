@@ -37,27 +37,40 @@ def exchange(connection, method: str, path: str, headers: dict, body=None, expec
     return data, parse_header(response.getheader("Server-Timing", ""))
 
 
-def search_path(query: str) -> str:
-    return "/api/memories/search?" + urlencode({"q": query, "top_k": TOP_K})
+def search_path(query: str, **params) -> str:
+    return "/api/memories/search?" + urlencode({"q": query, "top_k": TOP_K, **params})
 
 
-def timed_searches(port: int, headers: dict, queries: list[str], timer: Timer) -> dict:
+def timed_searches(
+    port: int, headers: dict, queries: list[str], timer: Timer, *, memory_filter=None
+) -> dict:
+    """With memory_filter, each search sends it (`filter=`), and the result counts are
+    kept: how many came back, and how many with min_relevance=0 (the gate aside), which
+    should be TOP_K whenever the filter matches that many."""
     from bench.metrics import latency_summary
 
+    extra = {} if memory_filter is None else {"filter": json.dumps(memory_filter)}
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     n = len(queries)
     for j in range(min(WARM_UP, n)):
-        request(connection, "GET", search_path(queries[j]), headers)
+        request(connection, "GET", search_path(queries[j], **extra), headers)
         timer.time(j)
     http_seconds, knn_seconds, embed_seconds, stages = [], [], [], []
+    returned = []
     for j in range(n):
         started = time.perf_counter()
-        _, timings = exchange(connection, "GET", search_path(queries[j]), headers)
+        data, timings = exchange(connection, "GET", search_path(queries[j], **extra), headers)
         http_seconds.append(time.perf_counter() - started)
+        returned.append(len(json.loads(data)["data"]))
         stages.append(timings)
         timed = timer.time((j + n // 2) % n)
         knn_seconds.append(timed["knn"])
         embed_seconds.append(timed["embed"])
+    ungated = []
+    if memory_filter is not None:
+        for query in queries[:WARM_UP * 2]:
+            path = search_path(query, min_relevance=0, **extra)
+            ungated.append(len(json.loads(request(connection, "GET", path, headers))["data"]))
     connection.close()
     out = {
         "http": latency_summary(http_seconds),
@@ -68,6 +81,10 @@ def timed_searches(port: int, headers: dict, queries: list[str], timer: Timer) -
         floor = out["knn"][f"{p}_ms"] + out["embed"][f"{p}_ms"]
         out[f"ratio_http_to_knn_plus_embed_{p}"] = round(out["http"][f"{p}_ms"] / floor, 2)
     out["breakdown"] = breakdown(http_seconds, stages)
+    if memory_filter is not None:
+        out["filter"] = memory_filter
+        out["returned_mean"] = round(sum(returned) / max(1, len(returned)), 2)
+        out["ungated_returned"] = {"searches": len(ungated), "min": min(ungated, default=0)}
     return out
 
 

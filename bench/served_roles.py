@@ -38,6 +38,7 @@ def setup_main(argv: list[str]) -> None:
     _, raw_key = api_key_create(name="bench served", scopes=["read", "write"])
     items, vectors = corpus.memories(args.memories)
     load = bulk.load(user, items, vectors, model=embedder.model_name)
+    _label_apps(user)
     # Texts for the write timings, keyed apart from the loaded ones.
     ingest, _ = corpus.memories(args.ingest, start=args.memories)
     Path(args.out).write_text(
@@ -51,6 +52,34 @@ def setup_main(argv: list[str]) -> None:
             }
         )
     )
+
+
+# Metadata of the loaded memories (issue 46): one in FILTERED_EVERY holds the app a filtered
+# search asks for; the others one of the common apps (or none).
+FILTERED_APP = "watch"
+FILTERED_EVERY = 100
+COMMON_APPS = ("ios", "android", "web", None)
+
+
+def _label_apps(user) -> None:
+    """Give the user's memories their `metadata.app`: 1% FILTERED_APP, by id order."""
+    from django.db import transaction
+
+    from memories.models import Memory
+
+    ids = list(Memory.objects.filter(user=user).order_by("id").values_list("id", flat=True))
+    groups: dict[str | None, list] = {}
+    for i, memory_id in enumerate(ids):
+        app = FILTERED_APP if i % FILTERED_EVERY == 0 else COMMON_APPS[i % len(COMMON_APPS)]
+        groups.setdefault(app, []).append(memory_id)
+    with transaction.atomic():
+        for app, members in groups.items():
+            if app is None:
+                continue
+            for start in range(0, len(members), 5000):
+                Memory.objects.filter(id__in=members[start : start + 5000]).update(
+                    metadata={"app": app}
+                )
 
 
 def timer_main(argv: list[str]) -> None:

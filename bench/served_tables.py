@@ -6,6 +6,7 @@ from bench.cpu import cpu_table
 SEARCH_STAGES = (
     ("auth", "authentication: service key and end user"),
     ("embedding", "query embedding"),
+    ("filter", "the memories a filter matches (filtered searches only)"),
     ("keyword", "keyword search (BM25 over the user's postings)"),
     ("candidates", "nearest neighbours and candidate rows"),
     ("scoring", "scoring"),
@@ -16,7 +17,7 @@ SEARCH_STAGES = (
 OUTSIDE_STAGES = ("django, outside the stages", "gunicorn, socket and HTTP")
 # The stages that read the searching user's memories; the others cost the same whatever the
 # user holds (scoring always scores the same number of candidates).
-DATA_STAGES = ("keyword", "candidates")
+DATA_STAGES = ("filter", "keyword", "candidates")
 
 
 def data_stages(breakdown: list[dict]) -> tuple[float, list[dict]]:
@@ -59,6 +60,27 @@ def markdown(results: dict) -> str:
             "|---|---|",
             *(f"| {database} | {pct(context)} |" for database, context in contexts.items()),
         ]
+    filtered = {
+        database: run for database, run in served.items() if "search_filtered" in run
+    }
+    if filtered:
+        lines += [
+            "",
+            "Search with a filter matching 1% of the memories (`filter={\"metadata.app\": "
+            "\"watch\"}`), the same queries (issue 46: p95 at most 1.5× the unfiltered):",
+            "",
+            "| database | unfiltered p50 / p95 | filtered p50 / p95 | filtered ÷ unfiltered, p95 "
+            "| results: mean (gate) / least with min_relevance=0 |",
+            "|---|---|---|---|---|",
+        ]
+        for database, run in filtered.items():
+            plain, narrowed = run["search"]["http"], run["search_filtered"]["http"]
+            ratio = narrowed["p95_ms"] / plain["p95_ms"]
+            counts = run["search_filtered"]
+            lines.append(
+                f"| {database} | {pct(plain)} | {pct(narrowed)} | {ratio:.2f} | "
+                f"{counts['returned_mean']} / {counts['ungated_returned']['min']} |"
+            )
     loads = [
         f"{database} {run['loadavg_before'][0]:.2f} / {run['loadavg_after'][0]:.2f}"
         for database, run in served.items()

@@ -84,6 +84,7 @@ from config.settings_recall import (  # noqa: F401
     RECALL_CANDIDATES,
     RECALL_ENTITY_PASS,
     RECALL_ENTITY_WEIGHT,
+    RECALL_FILTER_EXACT_MAX,
     RECALL_HINT_CLOSE_TO_BEST,
     RECALL_HINT_TOP_K,
     RECALL_HNSW_EF_SEARCH,
@@ -377,6 +378,8 @@ SPECTACULAR_SETTINGS = {
 MEMORY_KEY_MAX_LENGTH = 200
 MEMORY_VALUE_MAX_LENGTH = env.int("MEMORY_VALUE_MAX_LENGTH", default=4000)
 MEMORY_CATEGORY_MAX_LENGTH = 100
+# A memory's metadata, as compact JSON (memories/filters/metadata.py).
+MEMORY_METADATA_MAX_BYTES = env.int("MEMORY_METADATA_MAX_BYTES", default=8192)
 MESSAGE_CONTENT_MAX_LENGTH = env.int("MESSAGE_CONTENT_MAX_LENGTH", default=32_000)
 BULK_IDS_MAX = 500
 # Items in one batch write (memories, messages).

@@ -87,6 +87,9 @@ RECALL_SCOPE_BONUS = {
 }
 # How many candidates each half (vector, keyword) brings before scoring.
 RECALL_CANDIDATES = env.int("RECALL_CANDIDATES", default=50)
+# A filter matching at most this many of the scopes' memories is searched among them alone
+# (each one's distance measured); past it, among the nearest (memories/recall/candidates.py).
+RECALL_FILTER_EXACT_MAX = env.int("RECALL_FILTER_EXACT_MAX", default=20_000)
 # SQLite: each process keeps the active vectors of the partitions it searches in memory, up to
 # this many MB (least recently searched dropped first), and searches them with one matrix
 # product: the same exact answer as sqlite-vec's scan, ~6x faster (100,000 vectors of 384

@@ -32,8 +32,16 @@ def _readable_fields_of(serializer_class: type) -> list:
     return fields
 
 
+@extend_schema_field({"type": "object", "additionalProperties": True})
+class MetadataOutputField(serializers.JSONField):
+    """The product's own keys, as saved (a JSON object, {} when none)."""
+
+
 class MemorySerializer(serializers.ModelSerializer):
     owner_id = serializers.UUIDField(read_only=True, allow_null=True)
+    metadata = MetadataOutputField(
+        read_only=True, help_text="Your own keys, as saved ({} when none). Never ranked on."
+    )
     user_id = serializers.UUIDField(source="persona_user_id", read_only=True, allow_null=True)
     external_user_id = serializers.SerializerMethodField()
     source_topic_id = serializers.UUIDField(
@@ -71,6 +79,7 @@ class MemorySerializer(serializers.ModelSerializer):
             "confidence",
             "status",
             "pinned",
+            "metadata",
             "supersedes_id",
             "superseded_by_id",
             "valid_from",

@@ -6,6 +6,7 @@ decision is facts.decide; this module embeds, locks the key and writes."""
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from memories.entities.linking import Mention, entities_link
 from memories.errors import Forbidden, InvalidInput, ServiceError
 from memories.fact_keys import FactGroup, current_holders, fact_group, lock_fact_keys
 from memories.facts import decide
+from memories.filters.metadata import metadata_clean, metadata_merge
 from memories.models import (
     Memory,
     MemoryRevision,
@@ -78,6 +80,7 @@ def manual_memory(
     importance: float = 0.5,
     confidence: float = 1.0,
     pinned: bool = False,
+    metadata: dict | None = None,
     project: Project | None = None,
     persona: Persona | None = None,
     source_channel_id: UUID | None = None,
@@ -103,6 +106,7 @@ def manual_memory(
         importance=importance,
         confidence=confidence,
         pinned=pinned,
+        metadata=metadata or {},
         source=Source.MANUAL,
         source_channel_id=source_channel_id,
         status=Status.ACTIVE,
@@ -150,6 +154,7 @@ def memory_save_tool(
     confidence: float,
     replace: bool = True,
     pinned: bool = False,
+    metadata: dict | None = None,
     user: User | None = None,
     persona: Persona | None = None,
     project: Project | None = None,
@@ -169,6 +174,7 @@ def memory_save_tool(
         importance=importance,
         confidence=confidence,
         pinned=pinned,
+        metadata=metadata or {},
         source=Source.TOOL,
         status=Status.ACTIVE,
         valid_from=timezone.now(),
@@ -246,7 +252,15 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
         held = decision.existing
         if held is not None:  # kind "existing": a current memory says it already
             # Like importance, a pin only rises on a save: unpinning is an edit.
-            changes = {**decision.raised, **({"pinned": True} if memory.pinned else {})}
+            changes: dict[str, Any] = {
+                **decision.raised,
+                **({"pinned": True} if memory.pinned else {}),
+            }
+            # The save's metadata merges into the held memory's (a key it names is set).
+            if memory.metadata:
+                changes["metadata"] = metadata_clean(
+                    metadata_merge(held.metadata, memory.metadata)
+                )
             changes = {
                 name: value for name, value in changes.items() if getattr(held, name) != value
             }
@@ -287,7 +301,9 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
         {answer.memory.id: answer.superseded_ids for answer in answers if answer.created},
     )
     for held, before in raised.values():
-        held.save(update_fields=["importance", "confidence", "pinned", "updated_at"])
+        held.save(
+            update_fields=["importance", "confidence", "pinned", "metadata", "updated_at"]
+        )
         record_revision(
             held, action=RevisionAction.EDIT, actor=actor, before=before, note="saved again"
         )

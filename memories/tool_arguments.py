@@ -3,11 +3,16 @@ call as the REST API validates its bodies (strict: unknown arguments refused, ea
 where one is expected) and from which the tool's JSON schema is made (json_schema), so the
 two cannot drift apart."""
 
+import json
+
 from django.conf import settings
 from rest_framework import serializers
 
 from memories.api.fields import AsOfField, min_relevance_field
 from memories.carriers import SCOPE_ALIASES, scope_named
+from memories.errors import InvalidInput
+from memories.filters.language import filter_parse
+from memories.filters.metadata import metadata_clean
 from memories.models import Scope
 from rest.fields import (
     StrictBooleanField,
@@ -23,8 +28,57 @@ RECALL_QUERY_MAX_LENGTH = 1000
 CONTEXT_QUERY_MAX_LENGTH = settings.MESSAGE_CONTENT_MAX_LENGTH
 
 PLAIN_VALUE_EXPECTED = "Expected a string, number, boolean or null, not a list or object."
+
+
+class JsonObjectArgument(serializers.Field):
+    """An argument that is a JSON object: given as an object (REST, MCP) or as its JSON text,
+    which is what strict function calling can ask of a model for an object of free keys.
+    `parse` turns the object into the value the tool takes (a filter's tree, metadata)."""
+
+    def __init__(self, *, parse, **kwargs) -> None:
+        self.parse = parse
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            if not data.strip():
+                return self.parse(None)
+            try:
+                data = json.loads(data)
+            except ValueError as error:
+                raise serializers.ValidationError(f"Not JSON: {error.args[0]}.") from None
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Expected a JSON object, or its text.")
+        return self.parse(data)
+
+    def to_representation(self, value):
+        return value
+
+
+def _metadata(value):
+    try:
+        return metadata_clean(value)
+    except InvalidInput as error:
+        raise serializers.ValidationError(f"{error.field}: {error.detail}") from None
+
+
+def _filter(value):
+    # A problem is an InvalidInput naming its path (filter.and[0].metadata.app.gte).
+    return filter_parse(value)
+
+
+FILTER_HELP = (
+    "Only memories matching this filter, as JSON text (null: all), e.g. "
+    '{"category": {"in": ["food", "travel"]}, "metadata.app": "ios"}. Operators: eq, ne, in, '
+    "nin, gt, gte, lt, lte, contains, exists; and, or, not; fields: category, key, scope, "
+    "source, importance, confidence, created_at, updated_at, valid_from, pinned, "
+    "metadata.<key>."
+)
+
+
 # Argument fields that take a list or an object.
 STRUCTURED_FIELDS = (
+    JsonObjectArgument,
     serializers.ListField,
     serializers.DictField,
     serializers.JSONField,
@@ -87,6 +141,9 @@ def _field_schema(field: serializers.Field) -> dict:
     elif isinstance(field, serializers.UUIDField):
         schema = {"type": "string", "format": "uuid"}
     elif isinstance(field, serializers.CharField | serializers.DateTimeField):
+        schema = {"type": "string"}
+    elif isinstance(field, JsonObjectArgument):
+        # An object of free keys cannot be described in strict mode: its JSON text is asked.
         schema = {"type": "string"}
     else:
         raise TypeError(f"no JSON schema for {type(field).__name__}")
@@ -164,6 +221,14 @@ class MemorySaveArguments(ToolArguments):
             "wants to be answered); null means false."
         ),
     )
+    metadata = JsonObjectArgument(
+        parse=_metadata,
+        required=False,
+        help_text=(
+            "The product's own keys as JSON object text, e.g. {\"app\": \"ios\"}; null for "
+            "none."
+        ),
+    )
 
     def validate_scope(self, value):
         return scope_named(value)
@@ -193,6 +258,7 @@ class MemoryRecallArguments(ToolArguments):
         "0 to 1: the least relevance a memory needs to be returned; 0 returns the top_k best "
         "whatever their relevance. null: only memories that bear on the query."
     )
+    filter = JsonObjectArgument(parse=_filter, required=False, help_text=FILTER_HELP)
 
 
 class MemoryContextArguments(ToolArguments):
@@ -217,6 +283,7 @@ class MemoryContextArguments(ToolArguments):
             "start of a conversation); null means false."
         ),
     )
+    filter = JsonObjectArgument(parse=_filter, required=False, help_text=FILTER_HELP)
 
 
 class MemoryProfileArguments(ToolArguments):

@@ -26,6 +26,7 @@ from memories import saving, selectors, services
 from memories.accounts.keys import Principal
 from memories.api.serializers import RecallResultSerializer
 from memories.errors import Forbidden, InvalidInput, NotFound
+from memories.filters.language import Node
 from memories.models import (
     SCOPE_CARRIERS,
     ApiKeyScope,
@@ -157,6 +158,7 @@ def memory_save_tool(
     scope: str,
     replace: bool,
     pinned: bool = False,
+    metadata: dict | None = None,
 ) -> dict:
     """Save a fact as an active memory with source tool, in the user's scope or the call's
     project or persona; one row per fact, as POST /api/memories (saving.py). Raises
@@ -182,6 +184,7 @@ def memory_save_tool(
         confidence=confidence,
         replace=replace,
         pinned=pinned,
+        metadata=metadata,
         **carriers,
     )
     return {
@@ -200,25 +203,34 @@ def memory_recall_tool(
     top_k: int,
     as_of: datetime | None = None,
     min_relevance: float | None = None,
+    filter: Node | None = None,
 ) -> dict:
     """The hybrid recall of GET /api/memories/search: {"data": [memory + score]}; with as_of,
-    what was current then; with min_relevance, the gate replaced by that threshold. Raises
-    EmbedderUnavailable."""
+    what was current then; with min_relevance, the gate replaced by that threshold; with a
+    filter, among the memories it matches. Raises EmbedderUnavailable."""
     hits = memory_recall(
         query=query_for_recall(query),
         scopes=context.recall_scopes(user),
         top_k=top_k,
         as_of=as_of,
         min_relevance=min_relevance,
+        memory_filter=filter,
     )
     return {"data": RecallResultSerializer(hits, many=True, context=serializer_context(user)).data}
 
 
 def memory_context_tool(
-    *, user: User, context: ToolContext, query: str, top_k: int, profile: bool = False
+    *,
+    user: User,
+    context: ToolContext,
+    query: str,
+    top_k: int,
+    profile: bool = False,
+    filter: Node | None = None,
 ) -> dict:
     """The memory hint of POST /api/memories/context: {"hint", "memories", "profile"}; with
-    profile, headed by the user's profile summary. Raises EmbedderUnavailable."""
+    profile, headed by the user's profile summary; with a filter, of the memories it
+    matches. Raises EmbedderUnavailable."""
     summary = profile_of(user.id) if profile else None
     hint, used = memory_hint(
         query=query,
@@ -226,6 +238,7 @@ def memory_context_tool(
         top_k=top_k,
         budget=settings.MEMORY_HINT_BUDGET_CHARS,
         profile=summary,
+        memory_filter=filter,
     )
     memories = RecallResultSerializer(used, many=True, context=serializer_context(user)).data
     return {"hint": hint, "memories": memories, "profile": profile_summary_data(summary)}

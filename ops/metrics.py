@@ -28,11 +28,12 @@ REQUEST_SECONDS = Histogram(
     "Time to answer an HTTP request (a streamed body: to its first byte), by URL pattern.",
     ["route", "method"],
 )
-RECALL_STAGES = ("embedding", "keyword", "candidates", "scoring", "access_write")
+RECALL_STAGES = ("embedding", "filter", "keyword", "candidates", "scoring", "access_write")
 RECALL_STAGE_SECONDS = Histogram(
     "memory_recall_stage_duration_seconds",
-    "Time recall spends per stage: embedding the query, the keyword search, the nearest "
-    "neighbours and candidate rows, scoring, writing the access counts.",
+    "Time recall spends per stage: embedding the query, finding what a filter matches, the "
+    "keyword search, the nearest neighbours and candidate rows, scoring, writing the access "
+    "counts.",
     ["stage"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )

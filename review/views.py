@@ -4,6 +4,7 @@ came from, consolidation proposals, the users' entities (rename, merge), and a d
 Every change goes through memories' services, so it is revisioned and indexed."""
 
 import functools
+import json
 import uuid
 from datetime import timedelta
 
@@ -206,6 +207,12 @@ def edit(request, memory_id):
             "similar": similar,
             "cited": selectors.cited_messages([memory]).get(memory.id, []),
             "next_url": _safe_next(request.GET.get("next") or request.POST.get("next")),
+            # The product's own keys, shown as they are stored; the form does not edit them.
+            "metadata_json": (
+                json.dumps(memory.metadata, indent=2, ensure_ascii=False, sort_keys=True)
+                if memory.metadata
+                else ""
+            ),
         },
     )
 

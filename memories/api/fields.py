@@ -4,9 +4,14 @@ rest.fields)."""
 
 import datetime
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.carriers import OWNED_CARRIERS, SCOPE_INPUT_CHOICES, scope_named
+from memories.errors import InvalidInput
+from memories.filters.language import filter_parse
+from memories.filters.metadata import metadata_clean
 from memories.models import (
     Persona,
     Project,
@@ -123,3 +128,35 @@ def persona_ref() -> ReachedPersonaField:
         required=False,
         allow_null=True,
     )
+
+
+METADATA_SCHEMA = {"type": "object", "additionalProperties": True}
+
+
+@extend_schema_field(METADATA_SCHEMA)
+class MetadataField(serializers.JSONField):
+    """A memory's metadata: a JSON object of the product's own keys, checked as
+    memories.filters.metadata says (a problem is named with its path)."""
+
+    def to_internal_value(self, data):
+        try:
+            return metadata_clean(data, field=self.field_name)
+        except InvalidInput as error:
+            raise serializers.ValidationError(f"{error.field}: {error.detail}") from None
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True})
+class FilterField(serializers.Field):
+    """A filter (memories.filters.language): a JSON object, or its text in a query string.
+    A problem answers 400 naming its path ("filter.and[1].metadata.app.gte")."""
+
+    def to_internal_value(self, data):
+        return filter_parse(data, name=self.field_name)
+
+    def to_representation(self, value):
+        return value
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class FilterTextField(FilterField):
+    """FilterField in a query string: the filter object's JSON text."""

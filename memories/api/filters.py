@@ -1,6 +1,8 @@
 import django_filters
 
 from memories.carriers import SCOPE_ALIASES, scope_named
+from memories.filters.compile import filter_condition
+from memories.filters.language import filter_parse
 from memories.models import Memory, Scope, Source, Status
 from memories.recall.keyword import get_keyword_index
 
@@ -18,6 +20,13 @@ class MemoryFilter(django_filters.FilterSet):
     category = django_filters.CharFilter(field_name="category", max_length=100)
     source = django_filters.ChoiceFilter(choices=Source.choices)
     query = django_filters.CharFilter(method="filter_query", max_length=500)
+    filter = django_filters.CharFilter(
+        method="filter_filter",
+        help_text=(
+            "Only memories this filter matches: the JSON text of a filter object (docs/api.md, "
+            "Filters), e.g. {\"metadata.app\": \"ios\", \"importance\": {\"gte\": 0.7}}."
+        ),
+    )
 
     class Meta:
         model = Memory
@@ -36,3 +45,8 @@ class MemoryFilter(django_filters.FilterSet):
 
     def filter_query(self, queryset, name, value):
         return get_keyword_index().filter_all_words(queryset, value)
+
+    def filter_filter(self, queryset, name, value):
+        # A problem answers 400 naming its path (filter.and[0].metadata.app.gte).
+        node = filter_parse(value)
+        return queryset if node is None else queryset.filter(filter_condition(node))

@@ -25,7 +25,7 @@ from rest_framework.utils.encoders import JSONEncoder
 from rest_framework.views import APIView
 
 from memories import services
-from memories.api.fields import ScopeField
+from memories.api.fields import FilterTextField, MetadataField, ScopeField
 from memories.api.serializers import EntityMentionSerializer
 from memories.carriers import carrier_errors
 from memories.errors import ServiceError
@@ -104,6 +104,13 @@ class ExportParamsSerializer(StrictInputMixin, serializers.Serializer):
     include_deleted = serializers.BooleanField(
         default=False, help_text="Also export soft-deleted memories (with deleted_at set)."
     )
+    filter = FilterTextField(
+        required=False,
+        help_text=(
+            "Only memories this filter matches: a filter object's JSON text (docs/api.md, "
+            "Filters)."
+        ),
+    )
 
 
 class ImportParamsSerializer(StrictInputMixin, serializers.Serializer):
@@ -158,6 +165,7 @@ class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
     confidence = UnitFloatField(default=1.0)
     status = serializers.ChoiceField(choices=Status.choices, default=Status.ACTIVE)
     pinned = StrictBooleanField(default=False)
+    metadata = MetadataField(required=False)
     access_count = serializers.IntegerField(min_value=0, max_value=2**31 - 1, default=0)
     last_accessed_at = optional_time()
     created_at = optional_time()
@@ -330,7 +338,9 @@ class ExportView(APIView):
     def get(self, request):
         params = validated(ExportParamsSerializer, request, data=request.query_params.dict())
         memories = exporting.memories_for_export(
-            user=request.user, include_deleted=params["include_deleted"]
+            user=request.user,
+            include_deleted=params["include_deleted"],
+            memory_filter=params.get("filter"),
         )
         # One serializer for every row: building one costs about a millisecond.
         serializer = MemoryExportSerializer(context={"request": request})

@@ -7,6 +7,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.api.fields import (
+    FilterField,
+    FilterTextField,
+    MetadataField,
     ScopeField,
     as_of_field,
     min_relevance_field,
@@ -65,6 +68,13 @@ class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
         help_text=(
             "In every context hint of its scopes, ahead of the ranked memories, whether the "
             "request is about it or not (at most MEMORY_PINNED_MAX per user, 20 by default)."
+        ),
+    )
+    metadata = MetadataField(
+        required=False,
+        help_text=(
+            "Your own keys (a JSON object, at most MEMORY_METADATA_MAX_BYTES of JSON): where "
+            "it came from, a ticket id, a locale. Filtered on, never ranked on."
         ),
     )
     project_id = project_ref()
@@ -198,6 +208,14 @@ class MemoryUpdateSerializer(StrictInputMixin, serializers.Serializer):
     importance = UnitFloatField(required=False)
     confidence = UnitFloatField(required=False)
     pinned = StrictBooleanField(required=False, help_text="true pins it, false unpins it.")
+    metadata = MetadataField(
+        required=False,
+        help_text=(
+            "PATCH: a JSON merge patch (RFC 7386) of the metadata: a key set to null is "
+            "removed, an object merges into an object, other values replace. PUT: the new "
+            "metadata, whole."
+        ),
+    )
 
     def validate(self, attrs):
         memory = self.context["memory"]
@@ -220,10 +238,31 @@ class MemoryUpdateSerializer(StrictInputMixin, serializers.Serializer):
         return attrs
 
 
-class BulkIdsSerializer(StrictInputMixin, serializers.Serializer):
+FILTER_HELP = (
+    "Only memories this filter matches (docs/api.md, Filters): a JSON object of and/or/not "
+    "and field conditions (eq, ne, in, nin, gt, gte, lt, lte, contains, exists) on category, "
+    "key, scope, source, importance, confidence, created_at, updated_at, valid_from, pinned "
+    "and metadata.<key>[.<key>...]."
+)
+FILTER_QUERY_HELP = FILTER_HELP + " In a query string, the object's JSON text."
+
+
+class BulkReviewSerializer(StrictInputMixin, serializers.Serializer):
+    """The pending memories a bulk review decides: listed by id, or those a filter matches
+    (at most BULK_IDS_MAX of them, the oldest first), or both (the listed ones it matches)."""
+
     ids = serializers.ListField(
-        child=StrictUUIDField(), allow_empty=True, max_length=settings.BULK_IDS_MAX
+        child=StrictUUIDField(),
+        allow_empty=True,
+        max_length=settings.BULK_IDS_MAX,
+        required=False,
     )
+    filter = FilterField(required=False, help_text=FILTER_HELP)
+
+    def validate(self, attrs):
+        if "ids" not in attrs and attrs.get("filter") is None:
+            raise serializers.ValidationError({"ids": ["Give ids, a filter, or both."]})
+        return attrs
 
 
 class CountSerializer(serializers.Serializer):
@@ -242,7 +281,7 @@ class RejectedCountSerializer(serializers.Serializer):
 class RevisionSnapshotSerializer(serializers.Serializer):
     """A memory's fields as a revision keeps them (services.revisions.snapshot). Revisions
     written before a memory had supersession and validity lack those four fields, and those
-    written before pins lack `pinned`."""
+    written before pins lack `pinned`, before metadata `metadata`."""
 
     key = serializers.CharField()
     value = serializers.CharField()
@@ -250,6 +289,7 @@ class RevisionSnapshotSerializer(serializers.Serializer):
     importance = serializers.FloatField()
     confidence = serializers.FloatField()
     pinned = serializers.BooleanField(required=False)
+    metadata = serializers.DictField(required=False)
     status = serializers.ChoiceField(choices=Status.choices)
     scope = serializers.ChoiceField(choices=Scope.choices)
     supersedes_id = serializers.UUIDField(allow_null=True, required=False)
@@ -309,6 +349,8 @@ MIN_RELEVANCE_HELP = (
 )
 
 
+
+
 class SearchParamsSerializer(RecallContextSerializer):
     q = serializers.CharField(
         max_length=1000, help_text=f"What to look for: 1 to 1000 characters. {_RECALL_READS}"
@@ -321,6 +363,7 @@ class SearchParamsSerializer(RecallContextSerializer):
     )
     as_of = as_of_field()
     min_relevance = min_relevance_field(MIN_RELEVANCE_HELP)
+    filter = FilterTextField(required=False, help_text=FILTER_QUERY_HELP)
 
 
 class ContextRequestSerializer(RecallContextSerializer):
@@ -348,6 +391,7 @@ class ContextRequestSerializer(RecallContextSerializer):
             "with as_of."
         ),
     )
+    filter = FilterField(required=False, help_text=FILTER_HELP)
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -484,3 +528,10 @@ class ForgottenSerializer(serializers.Serializer):
     """The memory_forget tool's answer: the id of the memory it deleted."""
 
     forgotten = serializers.UUIDField()
+
+
+class PendingParamsSerializer(serializers.Serializer):
+    """GET /api/admin/memories/pending: besides the page, a filter. Unknown parameters (the
+    page's) are the paginator's."""
+
+    filter = FilterTextField(required=False, help_text=FILTER_QUERY_HELP)

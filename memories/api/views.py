@@ -22,7 +22,7 @@ from memories.api.filters import MemoryFilter
 from memories.api.schema import tool_arguments_schema
 from memories.api.serializers import (
     ApprovedCountSerializer,
-    BulkIdsSerializer,
+    BulkReviewSerializer,
     ContextRequestSerializer,
     ContextResponseSerializer,
     CountSerializer,
@@ -30,6 +30,7 @@ from memories.api.serializers import (
     MemoryBatchCreateSerializer,
     MemoryCreateSerializer,
     MemoryUpdateSerializer,
+    PendingParamsSerializer,
     RecallContextSerializer,
     RecallResultSerializer,
     RecallResultsSerializer,
@@ -43,10 +44,12 @@ from memories.api.serializers import (
     ToolListSerializer,
 )
 from memories.errors import InvalidInput
+from memories.filters.compile import filter_condition
 from memories.models import (
     ApiKeyScope,
     Memory,
     RevisionAction,
+    Status,
 )
 from memories.recall.hint import memory_hint, profile_of
 from memories.recall.query import query_for_recall
@@ -165,7 +168,12 @@ class MemoryViewSet(viewsets.GenericViewSet):
         memory = self.get_object()
         changes = dict(validated(MemoryUpdateSerializer, request, context={"memory": memory}))
         return self._respond(
-            services.memory_update(memory=memory, actor=request.user, changes=changes)
+            services.memory_update(
+                memory=memory,
+                actor=request.user,
+                changes=changes,
+                merge_metadata=request.method == "PATCH",
+            )
         )
 
     @extend_schema(request=MemoryUpdateSerializer, responses=MemorySerializer)
@@ -214,6 +222,7 @@ class MemoryViewSet(viewsets.GenericViewSet):
             top_k=params["top_k"],
             as_of=params.get("as_of"),
             min_relevance=params.get("min_relevance"),
+            memory_filter=params.get("filter"),
         )
         with timing.stage("serialize"):
             data = RecallResultSerializer(hits, many=True, context={"request": request}).data
@@ -231,6 +240,7 @@ class MemoryViewSet(viewsets.GenericViewSet):
             budget=settings.MEMORY_HINT_BUDGET_CHARS,
             as_of=data.get("as_of"),
             profile=profile,
+            memory_filter=data.get("filter"),
         )
         memories = RecallResultSerializer(used, many=True, context={"request": request}).data
         return Response(
@@ -251,42 +261,57 @@ class AdminMemoryViewSet(viewsets.GenericViewSet):
     serializer_class = MemorySerializer
     key_scope = ApiKeyScope.REVIEW
     key_acts_as_itself = True
+    # The pending list's filter (PendingParamsSerializer), besides the page's parameters.
+    list_query_params = ("filter",)
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # the OpenAPI schema has no caller
             return Memory.objects.none()
         return selectors.pending_memories(actor=self.request.user)
 
-    @extend_schema(responses=MemorySerializer(many=True))
+    @extend_schema(
+        parameters=[PendingParamsSerializer], responses=MemorySerializer(many=True)
+    )
     @action(detail=False, methods=["get"])
     def pending(self, request):
-        page = self.paginate_queryset(self.get_queryset().select_related("user"))
+        memories = self.get_queryset().select_related("user")
+        params = validated(PendingParamsSerializer, request, data=request.query_params.dict())
+        if params.get("filter") is not None:
+            memories = memories.filter(filter_condition(params["filter"]))
+        page = self.paginate_queryset(memories)
         return self.get_paginated_response(
             MemorySerializer(page, many=True, context={"request": request}).data
         )
 
     def _bulk_review(self, decision: str) -> int:
-        ids = validated(BulkIdsSerializer, self.request)["ids"]
+        data = validated(BulkReviewSerializer, self.request)
         # Only memories of users and personas this reviewer administers (another tenant's
-        # are skipped, as
-        # ids that are not pending are).
-        administered = set(
-            Memory.objects.filter(
-                selectors.memories_administered_by(caller(self.request)), id__in=ids
-            ).values_list("id", flat=True)
-        )
-        ids = [memory_id for memory_id in ids if memory_id in administered]
+        # are skipped, as ids that are not pending are).
+        chosen = Memory.objects.filter(selectors.memories_administered_by(caller(self.request)))
+        if data.get("filter") is not None:
+            chosen = chosen.filter(
+                filter_condition(data["filter"]), status=Status.PENDING_REVIEW
+            )
+        if "ids" in data:
+            administered = set(chosen.filter(id__in=data["ids"]).values_list("id", flat=True))
+            ids = [memory_id for memory_id in data["ids"] if memory_id in administered]
+        else:
+            ids = list(
+                chosen.order_by("created_at", "id").values_list("id", flat=True)[
+                    : settings.BULK_IDS_MAX
+                ]
+            )
         changed = services.memory_review(
             memory_ids=ids, actor=caller(self.request), decision=decision
         )
         return len(changed)
 
-    @extend_schema(request=BulkIdsSerializer, responses=ApprovedCountSerializer)
+    @extend_schema(request=BulkReviewSerializer, responses=ApprovedCountSerializer)
     @action(detail=False, methods=["post"], url_path="bulk-approve")
     def bulk_approve(self, request):
         return Response({"approved": self._bulk_review(RevisionAction.APPROVE)})
 
-    @extend_schema(request=BulkIdsSerializer, responses=RejectedCountSerializer)
+    @extend_schema(request=BulkReviewSerializer, responses=RejectedCountSerializer)
     @action(detail=False, methods=["post"], url_path="bulk-reject")
     def bulk_reject(self, request):
         return Response({"rejected": self._bulk_review(RevisionAction.REJECT)})

@@ -136,6 +136,8 @@ class Memory(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
     # Pinned: in every context hint of its scopes, ahead of what recall ranks, gate or not.
     pinned = models.BooleanField(default=False)
+    # The product's own keys (memories/filters/metadata.py): filtered on, never ranked on.
+    metadata = models.JSONField(default=dict, blank=True)
     # The memory a replacement takes the place of (an extracted proposal names it before it
     # is approved), and on the replaced one, the memory that took its place.
     supersedes = models.ForeignKey(

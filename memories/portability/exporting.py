@@ -4,6 +4,8 @@ from collections.abc import Callable, Iterator
 
 from django.db.models import QuerySet
 
+from memories.filters.compile import filter_condition
+from memories.filters.language import Node
 from memories.models import Memory, User
 from memories.selectors import changeable_by
 
@@ -11,10 +13,15 @@ EXPORT_CHUNK_ROWS = 500
 EXPORT_BLOCK_BYTES = 64 * 1024
 
 
-def memories_for_export(*, user: User, include_deleted: bool = False) -> QuerySet[Memory]:
+def memories_for_export(
+    *, user: User, include_deleted: bool = False, memory_filter: Node | None = None
+) -> QuerySet[Memory]:
     """Every memory the user may change, of every status (the soft-deleted ones only with
-    include_deleted), oldest first, so a memory comes before the one that supersedes it."""
+    include_deleted), oldest first, so a memory comes before the one that supersedes it;
+    with a filter (memories.filters), those it matches."""
     memories = Memory.objects.filter(changeable_by(user))
+    if memory_filter is not None:
+        memories = memories.filter(filter_condition(memory_filter))
     if not include_deleted:
         memories = memories.filter(deleted_at__isnull=True)
     return memories.order_by("created_at", "id").prefetch_related("entities")

@@ -16,7 +16,16 @@ from memories.models import (
 IMPORT_CHUNK_LINES = 500
 # A file of garbage must not turn into a response of millions of error entries.
 MAX_LISTED_ERRORS = 1000
-CONTENT_FIELDS = ("key", "value", "category", "importance", "confidence", "status", "pinned")
+CONTENT_FIELDS = (
+    "key",
+    "value",
+    "category",
+    "importance",
+    "confidence",
+    "status",
+    "pinned",
+    "metadata",
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,7 @@ class ImportLine:
     confidence: float = 1.0
     status: str = Status.ACTIVE
     pinned: bool = False
+    metadata: dict = field(default_factory=dict)
     source: str = Source.MANUAL
     source_channel_id: UUID | None = None
     persona_id: UUID | None = None

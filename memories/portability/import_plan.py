@@ -3,6 +3,7 @@ or leave a memory as it is, and which current memories a created line supersedes
 (memories/portability/importing.py)."""
 
 import hashlib
+import json
 from dataclasses import dataclass, replace
 from uuid import UUID, uuid4
 
@@ -34,7 +35,15 @@ from memories.services import (
 
 def _digest(*parts) -> bytes:
     # str() turns a Scope or Status member into its plain value, as read from the database.
-    plain = [str(part) if isinstance(part, str | UUID) else part for part in parts]
+    # A dict (metadata) as its canonical JSON: the same keys in any order digest alike.
+    plain = [
+        str(part)
+        if isinstance(part, str | UUID)
+        else json.dumps(part, sort_keys=True)
+        if isinstance(part, dict)
+        else part
+        for part in parts
+    ]
     return hashlib.blake2b(repr(plain).encode(), digest_size=16).digest()
 
 

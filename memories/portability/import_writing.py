@@ -154,6 +154,7 @@ def _create(plan: Plan, *, actor: User) -> Memory:
         confidence=line.confidence,
         status=line.status,
         pinned=line.pinned,
+        metadata=line.metadata,
         access_count=line.access_count,
         last_accessed_at=line.last_accessed_at,
         created_at=line.created_at or now,

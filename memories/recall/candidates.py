@@ -7,20 +7,28 @@ and the distances of keyword-only hits (each separate query would cost a round t
 plan as dear as the HNSW search itself); elsewhere the vector store is asked and the rows
 are read after."""
 
+import heapq
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
 from uuid import UUID
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Q
 
+from memories.filters.compile import filter_condition
+from memories.filters.language import Node
 from memories.models import CarrierIds, Memory, Status
 from memories.recall.bm25 import KeywordHit
 from memories.recall.keyword import get_keyword_index
 from memories.recall.scopes import scopes_condition, scopes_sql
 from memories.recall.vector_store import get_vector_store
 
+# A filter that matches more memories than RECALL_FILTER_EXACT_MAX: the nearest and the
+# keyword hits are fetched this many times over, and those it matches kept.
+FILTER_OVERFETCH = 10
 SCORING_FIELDS = (
     "id",
     "scope",
@@ -46,13 +54,46 @@ class Candidate(NamedTuple):  # a tuple: a recall builds some 100 of them
     entity: float = 0.0  # evidence that the query names an entity it is about (entities.py)
 
 
+@dataclass(frozen=True)
+class Filtered:
+    """A recall's filter (memories.filters), and the ids of the memories it matches in the
+    recall's scopes when they are at most RECALL_FILTER_EXACT_MAX (None when more)."""
+
+    node: Node
+    ids: frozenset[UUID] | None
+
+
+def filtered(
+    *, memory_filter: Node, scopes: Sequence[CarrierIds], as_of: datetime | None = None
+) -> Filtered:
+    """The filter with the ids it matches in these scopes, when there are few enough to
+    search among them alone (filtered_rows)."""
+    limit = settings.RECALL_FILTER_EXACT_MAX
+    current = Q(status=Status.ACTIVE) if as_of is None else valid_at(as_of)
+    ids = list(
+        Memory.objects.filter(current, scopes_condition(scopes), deleted_at__isnull=True)
+        .filter(filter_condition(memory_filter))
+        .values_list("id", flat=True)[: limit + 1]
+    )
+    return Filtered(memory_filter, frozenset(ids) if len(ids) <= limit else None)
+
+
 def keyword_hits(
-    *, query: str, scopes: Sequence[CarrierIds], k: int
+    *, query: str, scopes: Sequence[CarrierIds], k: int, within: Filtered | None = None
 ) -> dict[UUID, KeywordHit[UUID]]:
-    """Up to k keyword hits, active in these scopes, by memory id."""
+    """Up to k keyword hits, active in these scopes, by memory id; with a filter (`within`),
+    among the memories it matches: found among its ids when it listed them, else the best
+    k · FILTER_OVERFETCH of all, which the rows' reading filters after (find_candidates)."""
     if not scopes:
         return {}
-    hits = get_keyword_index().search(text=query, scopes=scopes, k=k)
+    if within is not None and within.ids is not None:
+        if not within.ids:
+            return {}
+        hits = get_keyword_index().search(text=query, scopes=scopes, k=k, within=within.ids)
+    elif within is not None:
+        hits = get_keyword_index().search(text=query, scopes=scopes, k=k * FILTER_OVERFETCH)
+    else:
+        hits = get_keyword_index().search(text=query, scopes=scopes, k=k)
     return {hit.memory_id: hit for hit in hits}
 
 
@@ -64,16 +105,22 @@ def find_candidates(
     keyword: dict[UUID, KeywordHit[UUID]],
     as_of: datetime | None = None,
     entity: dict[UUID, float] | None = None,
+    within: Filtered | None = None,
 ) -> list[Candidate]:
     """Up to k nearest neighbours and the keyword hits (keyword_hits), active in these
     scopes; with as_of, the memories that were current then (valid_at), superseded and
-    archived ones included, found by vector (the keyword index holds active memories only)."""
+    archived ones included, found by vector (the keyword index holds active memories only);
+    with a filter (`within`), only memories it matches (filtered_rows)."""
     if not scopes:
         return []
     entity = entity or {}
     # The memories of the entities the query names are fetched as the keyword hits are.
     wanted = [*keyword, *(memory_id for memory_id in entity if memory_id not in keyword)]
-    if as_of is None and vector is not None and get_vector_store().composes_sql:
+    if within is not None:
+        rows, similarities = _filtered_rows(
+            vector=vector, scopes=scopes, k=k, keyword=wanted, as_of=as_of, within=within
+        )
+    elif as_of is None and vector is not None and get_vector_store().composes_sql:
         rows, similarities = _in_one_statement(vector=vector, scopes=scopes, k=k, keyword=wanted)
     else:
         rows, similarities = _step_by_step(
@@ -132,6 +179,47 @@ def _step_by_step(*, vector, scopes, k, keyword, as_of=None) -> tuple[list, list
         Memory.objects.filter(
             current, scopes_condition(scopes), id__in=ids, deleted_at__isnull=True
         ).values_list(*SCORING_FIELDS)
+    )
+    similarities = [similarity.get(row[0], 0.0) if vector is not None else None for row in rows]
+    return rows, similarities
+
+
+def _filtered_rows(*, vector, scopes, k, keyword, as_of, within: Filtered) -> tuple[list, list]:
+    """_step_by_step among the memories a filter matches. When it listed them (at most
+    RECALL_FILTER_EXACT_MAX), the k nearest of them all, measured one by one: a filter
+    matching 1% of a user's memories still gives k. Else the k · FILTER_OVERFETCH nearest
+    of the scopes, of which the rows' reading keeps those the filter matches: a filter
+    matching so many memories matches enough of the nearest."""
+    similarity: dict[UUID, float] = {}
+    statuses = [Status.ACTIVE] if as_of is None else [Status.ACTIVE, Status.ARCHIVED]
+    if vector is not None:
+        store = get_vector_store()
+        partitions = [scope.partition for scope in scopes]
+        if within.ids is not None:
+            measured = store.distances(vector=vector, memory_ids=within.ids, partitions=partitions)
+            for hit in heapq.nsmallest(k, measured, key=lambda hit: (hit.distance, hit.memory_id)):
+                similarity[hit.memory_id] = hit.similarity
+        else:
+            for status in statuses:
+                for hit in store.nearest(
+                    vector=vector, partitions=partitions, k=k * FILTER_OVERFETCH, status=status
+                ):
+                    similarity[hit.memory_id] = hit.similarity
+        missing = [memory_id for memory_id in keyword if memory_id not in similarity]
+        for hit in store.distances(vector=vector, memory_ids=missing, partitions=partitions):
+            similarity[hit.memory_id] = hit.similarity
+    ids = set(similarity) | set(keyword)
+    if within.ids is not None:
+        ids &= within.ids
+    if not ids:
+        return [], []
+    current = Q(status=Status.ACTIVE) if as_of is None else valid_at(as_of)
+    rows = list(
+        Memory.objects.filter(
+            current, scopes_condition(scopes), id__in=ids, deleted_at__isnull=True
+        )
+        .filter(filter_condition(within.node))
+        .values_list(*SCORING_FIELDS)
     )
     similarities = [similarity.get(row[0], 0.0) if vector is not None else None for row in rows]
     return rows, similarities

@@ -36,6 +36,8 @@ from django.db import connection
 from django.db.models import Q, UUIDField
 from django.utils import timezone
 
+from memories.filters.compile import filter_condition
+from memories.filters.language import Node
 from memories.models import Memory, Profile, Status
 from memories.recall.access import memory_record_access
 from memories.recall.candidates import valid_at
@@ -199,9 +201,11 @@ def _pinned_ids(scopes) -> list:
         return [row[0] for row in cursor.fetchall()]
 
 
-def pinned_hits(*, scopes, as_of: datetime | None = None) -> list[RecallHit]:
+def pinned_hits(
+    *, scopes, as_of: datetime | None = None, memory_filter: Node | None = None
+) -> list[RecallHit]:
     """The pinned memories of these scopes that are current (with as_of: were current
-    then), the most important and latest first."""
+    then) and match the filter, the most important and latest first."""
     ids = _pinned_ids(scopes)
     if not ids:
         return []
@@ -211,6 +215,8 @@ def pinned_hits(*, scopes, as_of: datetime | None = None) -> list[RecallHit]:
     memories = Memory.objects.filter(
         scopes_condition(scopes), current, id__in=ids, pinned=True, deleted_at__isnull=True
     ).order_by("-importance", "-updated_at", "id")
+    if memory_filter is not None:
+        memories = memories.filter(filter_condition(memory_filter))
     return [RecallHit(memory=memory, score=NOT_RANKED) for memory in memories]
 
 
@@ -223,13 +229,15 @@ def memory_hint(
     now: datetime | None = None,
     as_of: datetime | None = None,
     profile: Profile | None = None,
+    memory_filter: Node | None = None,
 ) -> tuple[str, list[RecallHit]]:
     """Recall for a model turn and write the hint, headed by the `profile` summary when one
     is given (see hint_build); only memories that made it into the hint count as accessed.
     Recall reads the end of a long query (query_for_recall); with as_of, the memories current
     at that moment. The hint holds the memories whose relevance is close to the best one's
     (RECALL_HINT_CLOSE_TO_BEST, recall.close_to_best), after the pinned memories of the scopes
-    (pinned_hits), which need not pass the gate and are not repeated below."""
+    (pinned_hits), which need not pass the gate and are not repeated below. A filter
+    (memories.filters) holds for both."""
     from memories.recall.recall import close_to_best, memory_recall
 
     hits = memory_recall(
@@ -238,8 +246,9 @@ def memory_hint(
         top_k=top_k,
         record_access=False,
         as_of=as_of,
+        memory_filter=memory_filter,
     )
-    pinned = pinned_hits(scopes=scopes, as_of=as_of)
+    pinned = pinned_hits(scopes=scopes, as_of=as_of, memory_filter=memory_filter)
     pinned_ids = {hit.memory.id for hit in pinned}
     hits = close_to_best(hits, settings.RECALL_HINT_CLOSE_TO_BEST)
     hits = [hit for hit in hits if hit.memory.id not in pinned_ids]

@@ -69,14 +69,25 @@ class KeywordIndex:
             memories = Memory.objects.filter(id__in=memory_ids, deleted_at__isnull=True)
             postings_add((memory, partition_of(memory)) for memory in memories)
 
-    def search(self, *, text: str, scopes: Sequence[CarrierIds], k: int) -> list[KeywordHit[UUID]]:
-        """Up to k active memories of these scopes holding any query word, best first."""
+    def search(
+        self,
+        *,
+        text: str,
+        scopes: Sequence[CarrierIds],
+        k: int,
+        within: frozenset[UUID] | None = None,
+    ) -> list[KeywordHit[UUID]]:
+        """Up to k active memories of these scopes holding any query word, best first; with
+        `within`, only those of these ids (a filter's)."""
         terms = query_terms(text)
         partition_ids, collection = collection_of([scope.partition for scope in scopes], terms)
         looked_up = bm25.terms_within_budget(terms, collection, settings.RECALL_KEYWORD_ROW_BUDGET)
         if not looked_up:
             return []
         found = postings_of(partition_ids=partition_ids, terms=looked_up)
+        if within is not None:
+            # The ids are UUIDs on PostgreSQL, hex text on SQLite.
+            found = {m: held for m, held in found.items() if _as_uuid(m) in within}
         # Found memories also score by the common words that were not looked up. Only those
         # that could still reach the k best with every common word at its most need them.
         common = [t for t in terms if t not in looked_up and collection.term_memories.get(t)]
@@ -106,6 +117,10 @@ class KeywordIndex:
         (erasure), in the caller's transaction: `first` for the first step of a purge.
         Whether there is more to do (call again, with first=False)."""
         return False
+
+
+def _as_uuid(memory_id) -> UUID:
+    return memory_id if isinstance(memory_id, UUID) else UUID(str(memory_id))
 
 
 def _filter_words(text: str) -> list[str]:

@@ -11,12 +11,19 @@ from django.conf import settings
 from django.utils import timezone
 
 from memories.embeddings.embedders import embed_query
+from memories.filters.language import Node
 from memories.models import CarrierIds, Memory
 from memories.recall import scoring
 from memories.recall.access import memory_record_access
 from memories.recall.bm25 import KeywordHit
 from memories.recall.calibration import Calibration, calibrate
-from memories.recall.candidates import Candidate, find_candidates, keyword_hits
+from memories.recall.candidates import (
+    Candidate,
+    Filtered,
+    filtered,
+    find_candidates,
+    keyword_hits,
+)
 from memories.recall.entities import entity_evidence, query_about_others
 from ops.metrics import recall_stage
 
@@ -37,12 +44,15 @@ def memory_recall(
     query_vector: Sequence[float] | None = None,
     as_of: datetime | None = None,
     min_relevance: float | None = None,
+    memory_filter: Node | None = None,
 ) -> list[RecallHit]:
     """The top_k active memories of these scopes for `query`, best first; with as_of, the
     memories that were current at that moment (candidates.valid_at). The relevance gate
     (scoring.is_relevant) decides which candidates count; with min_relevance (0..1), the
     candidates whose relevance reaches it do instead, so 0 gives the top_k candidates
-    whatever the gate says. Raises EmbedderUnavailable when the configured embedder fails."""
+    whatever the gate says. With a filter (memories.filters), only the memories it matches
+    are candidates, in both stages (candidates.filtered), so top_k is full when enough of
+    them are relevant. Raises EmbedderUnavailable when the configured embedder fails."""
     weights = weights or scoring.Weights.from_settings()
     k = settings.RECALL_CANDIDATES
     vector = query_vector
@@ -51,6 +61,10 @@ def memory_recall(
         # two slowed each other down as much as they overlapped (docs/benchmarks.md).
         with recall_stage("embedding"):
             vector = embed_query(query)
+    within = None
+    if memory_filter is not None:
+        with recall_stage("filter"):
+            within = filtered(memory_filter=memory_filter, scopes=scopes, as_of=as_of)
     with recall_stage("keyword"):
         # A question about someone else's relations or anyone's ("Who was Napoleon's
         # brother?", "How many legs does a dog have?"): the user's memories about brothers
@@ -62,11 +76,22 @@ def memory_recall(
             calibration is not None and calibration.about_user >= weights.about_user_floor
         )
         keyword, entity, similarity_gates = _word_evidence(
-            query=query, scopes=scopes, k=k, about_user=about_user, weights=weights
+            query=query,
+            scopes=scopes,
+            k=k,
+            about_user=about_user,
+            weights=weights,
+            within=within,
         )
     with recall_stage("candidates"):
         candidates = find_candidates(
-            vector=vector, scopes=scopes, k=k, keyword=keyword, as_of=as_of, entity=entity
+            vector=vector,
+            scopes=scopes,
+            k=k,
+            keyword=keyword,
+            as_of=as_of,
+            entity=entity,
+            within=within,
         )
     with recall_stage("scoring"):
         scored = rank(
@@ -102,6 +127,7 @@ def _word_evidence(
     k: int,
     about_user: bool,
     weights: scoring.Weights,
+    within: Filtered | None = None,
 ) -> tuple[dict[UUID, KeywordHit[UUID]], dict[UUID, float], bool]:
     """(keyword hits, entity evidence, whether similarity may pass the gate). A question
     about a stranger's relations or anyone's ("Who was Napoleon's brother?", "How many legs
@@ -112,12 +138,12 @@ def _word_evidence(
     other question."""
     about_others = query_about_others(query, about_user=about_user)
     if about_others is not None:
-        keyword = keyword_hits(query=about_others, scopes=scopes, k=k)
+        keyword = keyword_hits(query=about_others, scopes=scopes, k=k, within=within)
         entity = entity_evidence(query=query, scopes=scopes)
         known = entity or any(hit.evidence >= weights.keyword_floor for hit in keyword.values())
         if not known:
             return keyword, entity, False
-    keyword = keyword_hits(query=query, scopes=scopes, k=k)
+    keyword = keyword_hits(query=query, scopes=scopes, k=k, within=within)
     entity = entity_evidence(query=query, scopes=scopes, about_user=about_user)
     return keyword, entity, True
 

@@ -12,7 +12,7 @@ from memories.models import (
 )
 from webhooks.events import memory_revision_event
 
-EDITABLE_FIELDS = ("key", "value", "category", "importance", "confidence", "pinned")
+EDITABLE_FIELDS = ("key", "value", "category", "importance", "confidence", "pinned", "metadata")
 SNAPSHOT_FIELDS = (
     *EDITABLE_FIELDS,
     "status",

@@ -13,6 +13,7 @@ from memories.carriers import carrier_errors, ownership_errors
 from memories.embeddings.embedders import embed_one
 from memories.errors import Conflict, InvalidInput, NotFound
 from memories.fact_keys import FactGroup, current_holders, fact_group, lock_fact_keys
+from memories.filters.metadata import metadata_clean, metadata_merge
 from memories.models import (
     Memory,
     Persona,
@@ -143,9 +144,16 @@ def _memory_write(memory: Memory, *, actor: User | None, vector, note: str = "")
 
 
 def memory_update(
-    *, memory: Memory, actor: User | None, changes: dict, approve: bool = False
+    *,
+    memory: Memory,
+    actor: User | None,
+    changes: dict,
+    approve: bool = False,
+    merge_metadata: bool = False,
 ) -> Memory:
-    """Edit key, value, category, importance, confidence or pinned; re-embeds when the text changes.
+    """Edit key, value, category, importance, confidence, pinned or metadata; re-embeds when
+    the text changes. With merge_metadata, changes["metadata"] is a JSON merge patch applied
+    to the metadata the row holds under its lock (PATCH), else the new metadata (PUT).
     With approve=True the edit and the approval of a pending memory happen in one
     transaction (review: edit before approving). Raises InvalidInput, EmbedderUnavailable,
     Conflict (deleted meanwhile, or no longer pending when approving). A current memory moved
@@ -163,6 +171,10 @@ def memory_update(
             # The key it moves to, locked as a save locks it (its carriers cannot change).
             lock_fact_keys([FactGroup(*memory.carrier_ids(), normalise(changes["key"]))])
         locked = _lock_live(memory.id)
+        if merge_metadata and "metadata" in changes:
+            changes["metadata"] = metadata_clean(
+                metadata_merge(locked.metadata, changes["metadata"])
+            )
         if changes.get("pinned") and not locked.pinned:
             pinned_room_check([locked])
         if approve and locked.status != Status.PENDING_REVIEW:

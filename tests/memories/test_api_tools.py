@@ -161,9 +161,11 @@ def test_the_schemas_accept_what_the_endpoints_accept_and_refuse_the_rest(api):
         "importance": None,
         "replace": None,
         "pinned": None,
+        "metadata": None,
     }
 
     assert save.is_valid({**full, "scope": "project"})
+    assert save.is_valid({**full, "scope": None, "metadata": '{"app": "ios"}'})
     assert save.is_valid({**full, "scope": None, "pinned": True})
     assert not save.is_valid({**full, "scope": None, "pinned": "yes"})
     assert save.is_valid({**full, "scope": None})
@@ -173,9 +175,17 @@ def test_the_schemas_accept_what_the_endpoints_accept_and_refuse_the_rest(api):
     assert save.is_valid({**full, "scope": None, "replace": False})
     assert not save.is_valid({**full, "scope": None, "replace": "no"})
     recall = Draft202012Validator(schemas["memory_recall"])
-    recall_full = {"query": "dog", "top_k": 3, "as_of": "2026-01-15", "min_relevance": 0.2}
+    recall_full = {
+        "query": "dog",
+        "top_k": 3,
+        "as_of": "2026-01-15",
+        "min_relevance": 0.2,
+        "filter": '{"metadata.app": "ios"}',
+    }
     assert recall.is_valid(recall_full)
-    assert recall.is_valid({"query": "dog", "top_k": None, "as_of": None, "min_relevance": None})
+    assert recall.is_valid(
+        {"query": "dog", "top_k": None, "as_of": None, "min_relevance": None, "filter": None}
+    )
     assert not recall.is_valid({**recall_full, "min_relevance": 1.5})
     assert not recall.is_valid({**recall_full, "colour": "red"})
     forget = Draft202012Validator(schemas["memory_forget"])

@@ -441,3 +441,21 @@ def test_memory_profile_gives_the_profile_and_memory_context_takes_profile(mcp_u
     assert result_body(profile)["summary"]["text"] == "Prefers short answers."
     assert result_body(context)["profile"]["text"] == "Prefers short answers."
     assert "Profile (" in result_body(context)["hint"]
+
+
+def test_the_tools_take_metadata_and_a_filter_and_name_a_bad_filters_path(mcp_url):
+    _, raw_key = new_key("read", "write")
+
+    saved, good, bad = over_http(
+        mcp_url,
+        key_headers(raw_key),
+        calls(
+            ("memory_save", {"key": "diet", "value": "Is vegetarian", "metadata": {"app": "ios"}}),
+            ("memory_recall", {"query": "diet", "filter": {"metadata.app": "ios"}}),
+            ("memory_recall", {"query": "diet", "filter": {"metadata.app": {"like": 1}}}),
+        ),
+    )
+
+    assert not saved.isError and result_body(saved)["memory"]["metadata"] == {"app": "ios"}
+    assert [m["key"] for m in result_body(good)["data"]] == ["diet"]
+    assert set(tool_error(bad)["fields"]) == {"filter.metadata.app.like"}

@@ -46,6 +46,7 @@ def test_revision_before_and_after_are_snapshots_before_nullable():
         "importance",
         "confidence",
         "pinned",
+        "metadata",
         "status",
         "scope",
         "supersedes_id",

@@ -256,8 +256,14 @@ def test_a_search_times_each_stage_of_its_recall(api, owner, scrape):
     before = scrape()
 
     response = api.get("/api/memories/search", {"q": "what dog do I have"})
+    filtered = api.get(
+        "/api/memories/search", {"q": "what dog do I have", "filter": '{"key": "pet"}'}
+    )
 
     assert response.status_code == 200 and response.json()["data"]
+    assert filtered.status_code == 200 and filtered.json()["data"]
     after = scrape()
     for stage in RECALL_STAGES:
-        assert after(name, stage=stage) - before(name, stage=stage) == 1, stage
+        # Both searches go through every stage; only the filtered one finds a filter's ids.
+        expected = 1 if stage == "filter" else 2
+        assert after(name, stage=stage) - before(name, stage=stage) == expected, stage

@@ -172,6 +172,30 @@ def test_staff_edit_a_candidate_before_approving_it_in_the_browser(
     assert Memory.objects.get(id=other.id).status == Status.PENDING_REVIEW
 
 
+def test_the_edit_page_shows_metadata_read_only_and_an_edit_keeps_it(
+    browser_page, live_server, owner
+):
+    city = make_pending(owner, key="city", value="Lives in Lisbon")
+    metadata = {"app": "ios", "note": "<script>alert(1)</script>", "ticket": {"id": 7}}
+    Memory.objects.filter(id=city.id).update(metadata=metadata)
+    page = browser_page
+    log_in(page, live_server)
+
+    page.goto(f"{live_server.url}/review/memories/{city.id}/edit")
+    shown = page.locator("details.metadata pre").inner_text()
+    assert '"app": "ios"' in shown and '"id": 7' in shown
+    assert "<script>alert(1)</script>" in shown  # as text, escaped, not run
+    assert page.locator("form.edit-form textarea, form.edit-form input").evaluate_all(
+        "fields => fields.every(f => f.name !== 'metadata')"
+    )
+    page.fill("#id_value", "Lives in Lisbon, near the Tagus")
+    page.get_by_role("button", name="Save and approve").click()
+    page.wait_for_url(re.compile(r"/review/queue$"))
+
+    stored = Memory.objects.get(id=city.id)
+    assert stored.value == "Lives in Lisbon, near the Tagus" and stored.metadata == metadata
+
+
 def test_the_x_key_toggles_select_all(browser_page, live_server, owner):
     for i in range(3):
         make_pending(owner, key=f"fact {i}", value=f"Likes colour {i}")
