@@ -18,7 +18,7 @@ from memories.entities.linking import Mention, entities_link
 from memories.errors import Forbidden, InvalidInput, ServiceError
 from memories.fact_keys import FactGroup, current_holders, fact_group, lock_fact_keys
 from memories.facts import decide
-from memories.filters.metadata import metadata_clean, metadata_merge
+from memories.filters.metadata import metadata_clean
 from memories.models import (
     Memory,
     MemoryRevision,
@@ -256,11 +256,10 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
                 **decision.raised,
                 **({"pinned": True} if memory.pinned else {}),
             }
-            # The save's metadata merges into the held memory's (a key it names is set).
+            # The save's metadata merges into the held memory's: each top-level key it
+            # names is set to what it gives (null included), the others kept.
             if memory.metadata:
-                changes["metadata"] = metadata_clean(
-                    metadata_merge(held.metadata, memory.metadata)
-                )
+                changes["metadata"] = metadata_clean({**held.metadata, **memory.metadata})
             changes = {
                 name: value for name, value in changes.items() if getattr(held, name) != value
             }

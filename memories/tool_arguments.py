@@ -8,11 +8,9 @@ import json
 from django.conf import settings
 from rest_framework import serializers
 
-from memories.api.fields import AsOfField, min_relevance_field
+from memories.api.fields import AsOfField, metadata_or_field_error, min_relevance_field
 from memories.carriers import SCOPE_ALIASES, scope_named
-from memories.errors import InvalidInput
 from memories.filters.language import filter_parse
-from memories.filters.metadata import metadata_clean
 from memories.models import Scope
 from rest.fields import (
     StrictBooleanField,
@@ -56,10 +54,7 @@ class JsonObjectArgument(serializers.Field):
 
 
 def _metadata(value):
-    try:
-        return metadata_clean(value)
-    except InvalidInput as error:
-        raise serializers.ValidationError(f"{error.field}: {error.detail}") from None
+    return metadata_or_field_error(value)
 
 
 def _filter(value):

@@ -139,10 +139,19 @@ class MetadataField(serializers.JSONField):
     memories.filters.metadata says (a problem is named with its path)."""
 
     def to_internal_value(self, data):
-        try:
-            return metadata_clean(data, field=self.field_name)
-        except InvalidInput as error:
-            raise serializers.ValidationError(f"{error.field}: {error.detail}") from None
+        return metadata_or_field_error(data, name=self.field_name)
+
+
+def metadata_or_field_error(data, *, name: str = "metadata") -> dict:
+    """metadata_clean, a problem raised as a field error named by its path below the field
+    ("metadata.ticket.id", and in a batch "memories.2.metadata.ticket.id")."""
+    try:
+        return metadata_clean(data, field=name)
+    except InvalidInput as error:
+        below = (error.field or name).removeprefix(name).removeprefix(".")
+        raise serializers.ValidationError(
+            {below: [error.detail]} if below else [error.detail]
+        ) from None
 
 
 @extend_schema_field({"type": "object", "additionalProperties": True})

@@ -127,7 +127,11 @@ def validated_items(attrs: dict, name: str, item_serializer, context: dict) -> d
             continue
         for field, messages in serializer.errors.items():
             key = f"{name}[{index}]" if field == "non_field_errors" else f"{name}[{index}].{field}"
-            errors[key] = [str(message) for message in messages]
+            if isinstance(messages, dict):  # a path below the field (metadata.ticket.id)
+                for below, inner in messages.items():
+                    errors[f"{key}.{below}"] = [str(message) for message in inner]
+            else:
+                errors[key] = [str(message) for message in messages]
     if errors:
         raise serializers.ValidationError(errors)
     return {name: items}

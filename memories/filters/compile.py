@@ -2,11 +2,12 @@
 the memory table's columns, which the ORM takes as a condition (filter_condition) and the
 raw statements of recall embed (filter_sql).
 
-Both databases answer alike (tests/filters/): every condition is typed, so a metadata value
-of another type, or a missing one, never matches eq, in, gt, gte, lt, lte or contains, and
-always matches ne and nin (they are `not` eq, `not` in); text compares by code point
-(PostgreSQL: COLLATE "C", SQLite: BINARY); `contains` is case-sensitive; every condition is
-NULL-safe, so `not` is the plain negation. On PostgreSQL an equality on metadata is also
+Both databases answer alike (tests/memories/test_filters_generated.py): every condition is
+typed, so a metadata value of another type, or a missing one, never matches eq, in, gt, gte,
+lt, lte or contains, and always matches ne and nin (they are `not` eq, `not` in); text
+compares by code point (PostgreSQL: COLLATE "C", SQLite: BINARY); `contains` is
+case-sensitive; every condition is true or false, never NULL (COALESCE where it could be),
+so `not` is the plain negation. On PostgreSQL an equality on metadata is also
 written as a containment (`metadata @> ...`), which the GIN index on metadata answers."""
 
 import json
@@ -63,13 +64,30 @@ class _Compiler:
             sql, params = self.node(node.part)
             return f"NOT ({sql})", params
         sql, params = self.condition(node)
+        if self.never_null(node):
+            # Left bare, so that SQLite can answer `id IN (...)` from the id's index.
+            return sql, params
         # NULL-safe: a missing value is false, so NOT is the plain negation.
         return f"COALESCE(({sql}), FALSE)", params
+
+    def never_null(self, c: Condition) -> bool:
+        """Whether the condition's SQL is true or false, never NULL, so it can be left bare
+        for the database to answer from an index: the memory's own columns (none is
+        nullable), SQLite's top-level metadata conditions (`id IN (SELECT ...)`),
+        PostgreSQL's metadata equalities (`metadata @> ...` and the type of a value that
+        containment proves is there)."""
+        if c.field != METADATA:
+            return True
+        if self.postgres:
+            return c.op in ("eq", "in")
+        return len(c.path) == 1
 
     def condition(self, c: Condition) -> tuple[str, list]:
         if c.op in ("ne", "nin"):
             positive = Condition(c.field, c.path, "eq" if c.op == "ne" else "in", c.value)
             sql, params = self.condition(positive)
+            if self.never_null(positive):
+                return f"NOT ({sql})", params
             return f"NOT COALESCE(({sql}), FALSE)", params
         if c.field == METADATA:
             return self.metadata(c)

@@ -334,3 +334,79 @@ def test_the_profile_and_a_context_headed_by_its_summary_through_the_client(serv
     assert f"Profile ({after['summary']['made_at'][:10]}): Prefers short answers." in (
         context["hint"]
     )
+
+
+def test_metadata_is_saved_merged_replaced_and_filtered_on_through_the_client(service):
+    with service.client() as alice:
+        home = alice.save(
+            key="home",
+            value="Lives in Porto",
+            metadata={"app": "ios", "ticket": {"id": 4521, "status": "open"}},
+        )
+        diet, job = alice.save_many(
+            [
+                {"key": "diet", "value": "Vegetarian", "metadata": {"app": "web"}},
+                {"key": "job", "value": "Works as a baker"},
+            ]
+        )
+        assert home["metadata"] == {"app": "ios", "ticket": {"id": 4521, "status": "open"}}
+        assert (diet["metadata"], job["metadata"]) == ({"app": "web"}, {})
+        assert alice.get(diet["id"])["metadata"] == {"app": "web"}
+
+        # update(): a merge patch; replace_metadata=True: the whole new metadata (PUT).
+        merged = alice.update(home["id"], metadata={"ticket": {"status": "closed"}, "app": None})
+        assert merged["metadata"] == {"ticket": {"id": 4521, "status": "closed"}}
+        replaced = alice.update(home["id"], metadata={"app": "ios"}, replace_metadata=True)
+        assert replaced["metadata"] == {"app": "ios"}
+        assert alice.update(job["id"], importance=0.9)["metadata"] == {}
+
+        def keys(memories):
+            return sorted(memory["key"] for memory in memories)
+
+        assert keys(alice.list(filter={"metadata.app": "ios"})) == ["home"]
+        assert keys(alice.list(filter={"or": [{"metadata.app": "web"}, {"key": "job"}]})) == [
+            "diet",
+            "job",
+        ]
+        assert keys(alice.list(filter={"not": {"metadata.app": {"exists": True}}})) == ["job"]
+        assert keys(alice.iter_memories(filter={"metadata.app": {"in": ["ios", "web"]}})) == [
+            "diet",
+            "home",
+        ]
+        assert keys(alice.export(filter={"metadata.app": "web"})) == ["diet"]
+        found = alice.search("where does the user live", filter={"metadata.app": "web"}, top_k=5)
+        assert keys(found) == ["diet"]  # among the filter's memories only, whatever they say
+        context = alice.context("Where does the user live?", filter={"metadata.app": "web"})
+        assert "Porto" not in context["hint"]
+        assert all(memory["key"] == "diet" for memory in context["memories"])
+
+
+def test_a_filter_the_service_refuses_names_its_path(service):
+    with service.client() as alice:
+        with pytest.raises(BadRequest) as unknown_operator:
+            list(alice.list(filter={"and": [{"key": "home"}, {"metadata.app": {"like": "i"}}]}))
+        assert unknown_operator.value.field == "filter.and[1].metadata.app.like"
+        with pytest.raises(BadRequest) as in_a_body:
+            alice.context("home", filter={"importance": {"gte": "high"}})
+        assert in_a_body.value.field == "filter.importance.gte"
+        with pytest.raises(BadRequest) as bad_metadata:
+            alice.save(key="home", value="Porto", metadata={"a.b": 1})
+        assert bad_metadata.value.field == "metadata.a.b"
+
+
+def test_the_async_client_takes_metadata_and_filters(service):
+    async def scenario():
+        async with service.async_client() as alice:
+            home = await alice.save(key="home", value="Lives in Porto", metadata={"app": "ios"})
+            await alice.save(key="diet", value="Vegetarian", metadata={"app": "web"})
+            merged = await alice.update(home["id"], metadata={"locale": "pt"})
+            listed = [m["key"] async for m in alice.list(filter={"metadata.locale": "pt"})]
+            hits = await alice.search("what do they eat", filter={"metadata.app": "web"})
+            exported = await alice.export(filter={"metadata.app": "ios"})
+            return merged["metadata"], listed, [hit["key"] for hit in hits], exported
+
+    merged, listed, hits, exported = asyncio.run(scenario())
+    assert merged == {"app": "ios", "locale": "pt"}
+    assert listed == ["home"]
+    assert hits == ["diet"]
+    assert [line["key"] for line in exported] == ["home"]

@@ -78,7 +78,7 @@ def test_bound_methods_show_their_own_parameters():
     # the answer rather than the Call that asks for it.
     client = MemoryClient("http://127.0.0.1:1")
     signature = inspect.signature(client.search, eval_str=True)
-    assert list(signature.parameters) == ["query", "top_k", "context"]
+    assert list(signature.parameters) == ["query", "top_k", "filter", "context"]
     assert signature.parameters["top_k"].default == 10
     assert "RecallResult" in str(signature.return_annotation)
     assert str(inspect.signature(MemoryClient.delete)).endswith("-> None")

@@ -73,23 +73,43 @@ def test_patch_merges_and_put_replaces(api):
 
 
 def test_saving_a_fact_again_merges_its_metadata_into_the_memory_that_holds_it(api):
-    first = save(api, "diet", "Is vegetarian", metadata={"app": "ios"})
+    first = save(api, "diet", "Is vegetarian", metadata={"app": "ios", "n": None})
 
     again = save(api, "diet", "Is vegetarian", metadata={"channel": "chat"})
+    same = save(api, "diet", "Is vegetarian", metadata={"app": "ios", "n": None})
 
     assert again["id"] == first["id"] and again["created"] is False
-    assert again["metadata"] == {"app": "ios", "channel": "chat"}
+    assert again["metadata"] == {"app": "ios", "n": None, "channel": "chat"}
+    # Saving what it holds again changes nothing: a null is a value here, not a removal.
+    assert same["metadata"] == again["metadata"]
+    assert len(api.get(f"/api/memories/{first['id']}/history").json()["data"]) == 2
+
+
+def test_a_batch_item_with_bad_metadata_is_named_by_its_index_and_path(api):
+    response = api.post(
+        "/api/memories/batch",
+        {
+            "memories": [
+                {"key": "a", "value": "A"},
+                {"key": "b", "value": "B", "metadata": {"x.y": 1}},
+            ]
+        },
+        format="json",
+    )
+
+    assert_error(response, 400, "memories[1].metadata.x.y")
+    assert not Memory.objects.exists()
 
 
 @pytest.mark.parametrize(
     "metadata, path",
     [
         ("not an object", "metadata"),
-        ({"a.b": 1}, "metadata"),
-        ({"12": 1}, "metadata"),
-        ({"ok": {'quote"': 1}}, "metadata"),
-        ({"line\nbreak": 1}, "metadata"),
-        ({"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}, "metadata"),
+        ({"a.b": 1}, "metadata.a.b"),
+        ({"12": 1}, "metadata.12"),
+        ({"ok": {'quote"': 1}}, 'metadata.ok.quote"'),
+        ({"line\nbreak": 1}, "metadata.line\nbreak"),
+        ({"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}}, "metadata.a.b.c.d.e"),
         ({"big": "x" * 9000}, "metadata"),
     ],
 )

@@ -17,15 +17,72 @@ export type ContextResponse = Schemas["ContextResponse"];
 export type ErrorBody = Schemas["Error"];
 export type MemoryCreate = Schemas["MemoryCreateRequest"];
 export type MemoryUpdate = Schemas["PatchedMemoryUpdateRequest"];
-export type SearchOptions = Omit<
-  NonNullable<operations["memories_search_retrieve"]["parameters"]["query"]>,
-  "q"
->;
-export type ContextOptions = Omit<Schemas["ContextRequestRequest"], "query">;
-export type ListFilters = Omit<
-  NonNullable<operations["memories_list"]["parameters"]["query"]>,
-  "page"
->;
+/** A memory's `metadata`: your own keys (docs/api.md, "Metadata"), saved and returned as given. */
+export type Metadata = { [key: string]: unknown };
+
+/** A value a filter compares: filters compare single values, not lists or objects. */
+export type FilterValue = string | number | boolean;
+/** A field's condition: a value (equality), or operators that must all hold. */
+export type FilterCondition =
+  | FilterValue
+  | {
+      eq?: FilterValue;
+      ne?: FilterValue;
+      in?: FilterValue[];
+      nin?: FilterValue[];
+      gt?: FilterValue;
+      gte?: FilterValue;
+      lt?: FilterValue;
+      lte?: FilterValue;
+      /** A substring, case-sensitive. */
+      contains?: string;
+      /** Metadata paths only: whether the key is there. */
+      exists?: boolean;
+    };
+/** The memory's own fields a filter may name (and `metadata.<key>[.<key>...]`). */
+export type FilterField =
+  | "category"
+  | "key"
+  | "scope"
+  | "source"
+  | "importance"
+  | "confidence"
+  | "created_at"
+  | "updated_at"
+  | "valid_from"
+  | "pinned";
+/**
+ * A filter (docs/api.md, "Filters"), the one language of every read:
+ * `{ and: [{ category: { in: ["food", "travel"] } }, { "metadata.app": "ios" }] }`.
+ * Sent as its JSON text in a query string, as an object in a body.
+ */
+export type Filter = {
+  and?: Filter[];
+  or?: Filter[];
+  not?: Filter;
+} & { [field in FilterField]?: FilterCondition } & {
+  [path: `metadata.${string}`]: FilterCondition;
+};
+
+type SearchQuery = NonNullable<operations["memories_search_retrieve"]["parameters"]["query"]>;
+type ListQuery = NonNullable<operations["memories_list"]["parameters"]["query"]>;
+export type SearchOptions = Omit<SearchQuery, "q" | "filter"> & { filter?: Filter };
+export type ContextOptions = Omit<Schemas["ContextRequestRequest"], "query" | "filter"> & {
+  filter?: Filter;
+};
+export type ListFilters = Omit<ListQuery, "page" | "filter"> & { filter?: Filter };
+export interface UpdateOptions {
+  /** Make `fields.metadata` the whole new metadata (PUT) rather than a merge patch (PATCH). */
+  replaceMetadata?: boolean;
+}
+
+/** Query parameters with the filter as its JSON text, and none when it is absent. */
+function withFilterText<T extends { filter?: Filter }>(
+  options: T,
+): Omit<T, "filter"> & { filter?: string } {
+  const { filter, ...rest } = options;
+  return filter === undefined ? rest : { ...rest, filter: JSON.stringify(filter) };
+}
 
 export type RawClient = Client<paths>;
 
@@ -127,17 +184,19 @@ export class MemoryClient {
     return unwrap(await this.raw.POST("/api/memories", { body: memory }));
   }
 
-  /** Memories matching the query, best first, each with its score. */
+  /** Memories matching the query, best first, each with its score; with `filter`, among the
+   * memories it matches (inside the search, so it still gives `top_k`). */
   async search(query: string, options: SearchOptions = {}): Promise<RecallResult[]> {
     const answer = unwrap(
       await this.raw.GET("/api/memories/search", {
-        params: { query: { ...options, q: query } },
+        params: { query: { ...withFilterText(options), q: query } },
       }),
     );
     return answer.data;
   }
 
-  /** The hint for a model turn's system prompt and the memories it was made from. */
+  /** The hint for a model turn's system prompt and the memories it was made from; with
+   * `filter`, made of the memories it matches (pinned ones too). */
   async context(query: string, options: ContextOptions = {}): Promise<ContextResponse> {
     return unwrap(await this.raw.POST("/api/memories/context", { body: { ...options, query } }));
   }
@@ -146,10 +205,16 @@ export class MemoryClient {
     return unwrap(await this.raw.GET("/api/memories/{id}", { params: { path: { id } } }));
   }
 
-  /** Change the fields given, leaving the others as they are (PATCH). */
-  async update(id: string, fields: MemoryUpdate): Promise<Memory> {
+  /** Change the fields given, leaving the others as they are (PATCH). `metadata` is a JSON
+   * merge patch (RFC 7386) of the memory's: a key given replaces that key, an object merges
+   * into an object, a key set to `null` is removed, keys not named stay. With
+   * `{ replaceMetadata: true }` it is the whole new metadata instead (PUT). */
+  async update(id: string, fields: MemoryUpdate, options: UpdateOptions = {}): Promise<Memory> {
+    const request = { params: { path: { id } }, body: fields };
     return unwrap(
-      await this.raw.PATCH("/api/memories/{id}", { params: { path: { id } }, body: fields }),
+      options.replaceMetadata
+        ? await this.raw.PUT("/api/memories/{id}", request)
+        : await this.raw.PATCH("/api/memories/{id}", request),
     );
   }
 
@@ -159,12 +224,14 @@ export class MemoryClient {
   }
 
   /** Every memory matching the filters, page after page as it is read:
-   * `for await (const memory of client.list({ status: "active" }))`. */
+   * `for await (const memory of client.list({ status: "active" }))`;
+   * `client.list({ filter: { "metadata.app": "ios" } })` for those a filter matches. */
   async *list(filters: ListFilters = {}): AsyncGenerator<Memory, void, undefined> {
+    const query = withFilterText(filters);
     for (let page = 1; ; page++) {
       const answer = unwrap(
         await this.raw.GET("/api/memories", {
-          params: { query: { page_size: LIST_PAGE_SIZE, ...filters, page } },
+          params: { query: { page_size: LIST_PAGE_SIZE, ...query, page } },
         }),
       );
       yield* answer.data;

@@ -1054,11 +1054,15 @@ export interface components {
             approved: number;
         };
         /**
-         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
-         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         * @description The pending memories a bulk review decides: listed by id, or those a filter matches
+         *     (at most BULK_IDS_MAX of them, the oldest first), or both (the listed ones it matches).
          */
-        BulkIdsRequest: {
-            ids: string[];
+        BulkReviewRequest: {
+            ids?: string[];
+            /** @description Only memories this filter matches (docs/api.md, Filters): a JSON object of and/or/not and field conditions (eq, ne, in, nin, gt, gte, lt, lte, contains, exists) on category, key, scope, source, importance, confidence, created_at, updated_at, valid_from, pinned and metadata.<key>[.<key>...]. */
+            filter?: {
+                [key: string]: unknown;
+            };
         };
         CategoryGroup: {
             /** @description '' for the memories without a category. */
@@ -1138,6 +1142,10 @@ export interface components {
              * @default false
              */
             profile?: boolean;
+            /** @description Only memories this filter matches (docs/api.md, Filters): a JSON object of and/or/not and field conditions (eq, ne, in, nin, gt, gte, lt, lte, contains, exists) on category, key, scope, source, importance, confidence, created_at, updated_at, valid_from, pinned and metadata.<key>[.<key>...]. */
+            filter?: {
+                [key: string]: unknown;
+            };
         };
         ContextResponse: {
             hint: string;
@@ -1379,6 +1387,10 @@ export interface components {
             readonly confidence: number;
             readonly status: components["schemas"]["MemoryStatusEnum"];
             readonly pinned: boolean;
+            /** @description Your own keys, as saved ({} when none). Never ranked on. */
+            readonly metadata: {
+                [key: string]: unknown;
+            };
             /** Format: uuid */
             readonly supersedes_id: string | null;
             /** Format: uuid */
@@ -1434,6 +1446,10 @@ export interface components {
              * @default false
              */
             pinned?: boolean;
+            /** @description Your own keys (a JSON object, at most MEMORY_METADATA_MAX_BYTES of JSON): where it came from, a ticket id, a locale. Filtered on, never ranked on. */
+            metadata?: {
+                [key: string]: unknown;
+            };
             /** Format: uuid */
             project_id?: string | null;
             /** Format: uuid */
@@ -1496,6 +1512,10 @@ export interface components {
             readonly confidence: number;
             readonly status: components["schemas"]["MemoryStatusEnum"];
             readonly pinned: boolean;
+            /** @description Your own keys, as saved ({} when none). Never ranked on. */
+            readonly metadata: {
+                [key: string]: unknown;
+            };
             /** Format: uuid */
             readonly supersedes_id: string | null;
             /** Format: uuid */
@@ -1554,6 +1574,9 @@ export interface components {
             status?: components["schemas"]["MemoryStatusEnum"];
             /** @default false */
             pinned?: boolean;
+            metadata?: {
+                [key: string]: unknown;
+            };
             /** @default 0 */
             access_count?: number;
             /** Format: date-time */
@@ -1594,6 +1617,10 @@ export interface components {
             confidence?: number;
             /** @description true pins it, false unpins it. */
             pinned?: boolean;
+            /** @description PATCH: a JSON merge patch (RFC 7386) of the metadata: a key set to null is removed, an object merges into an object, other values replace. PUT: the new metadata, whole. */
+            metadata?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
@@ -1787,6 +1814,10 @@ export interface components {
             confidence?: number;
             /** @description true pins it, false unpins it. */
             pinned?: boolean;
+            /** @description PATCH: a JSON merge patch (RFC 7386) of the metadata: a key set to null is removed, an object merges into an object, other values replace. PUT: the new metadata, whole. */
+            metadata?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
@@ -1940,6 +1971,10 @@ export interface components {
             readonly confidence: number;
             readonly status: components["schemas"]["MemoryStatusEnum"];
             readonly pinned: boolean;
+            /** @description Your own keys, as saved ({} when none). Never ranked on. */
+            readonly metadata: {
+                [key: string]: unknown;
+            };
             /** Format: uuid */
             readonly supersedes_id: string | null;
             /** Format: uuid */
@@ -1989,7 +2024,7 @@ export interface components {
         /**
          * @description A memory's fields as a revision keeps them (services.revisions.snapshot). Revisions
          *     written before a memory had supersession and validity lack those four fields, and those
-         *     written before pins lack `pinned`.
+         *     written before pins lack `pinned`, before metadata `metadata`.
          */
         RevisionSnapshot: {
             key: string;
@@ -2000,6 +2035,9 @@ export interface components {
             /** Format: double */
             confidence: number;
             pinned?: boolean;
+            metadata?: {
+                [key: string]: unknown;
+            };
             status: components["schemas"]["MemoryStatusEnum"];
             scope: components["schemas"]["ScopeEnum"];
             /** Format: uuid */
@@ -2086,6 +2124,10 @@ export interface components {
             readonly confidence: number;
             readonly status: components["schemas"]["MemoryStatusEnum"];
             readonly pinned: boolean;
+            /** @description Your own keys, as saved ({} when none). Never ranked on. */
+            readonly metadata: {
+                [key: string]: unknown;
+            };
             /** Format: uuid */
             readonly supersedes_id: string | null;
             /** Format: uuid */
@@ -2781,9 +2823,9 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
-                "application/json": components["schemas"]["BulkIdsRequest"];
+                "application/json": components["schemas"]["BulkReviewRequest"];
             };
         };
         responses: {
@@ -2858,9 +2900,9 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
-                "application/json": components["schemas"]["BulkIdsRequest"];
+                "application/json": components["schemas"]["BulkReviewRequest"];
             };
         };
         responses: {
@@ -2931,6 +2973,8 @@ export interface operations {
     admin_memories_pending_list: {
         parameters: {
             query?: {
+                /** @description Only memories this filter matches (docs/api.md, Filters): a JSON object of and/or/not and field conditions (eq, ne, in, nin, gt, gte, lt, lte, contains, exists) on category, key, scope, source, importance, confidence, created_at, updated_at, valid_from, pinned and metadata.<key>[.<key>...]. In a query string, the object's JSON text. */
+                filter?: string;
                 /** @description A page number within the paginated result set. */
                 page?: number;
                 /** @description Number of results to return per page. */
@@ -3649,6 +3693,8 @@ export interface operations {
         parameters: {
             query?: {
                 category?: string;
+                /** @description Only memories this filter matches: the JSON text of a filter object (docs/api.md, Filters), e.g. {"metadata.app": "ios", "importance": {"gte": 0.7}}. */
+                filter?: string;
                 /** @description A page number within the paginated result set. */
                 page?: number;
                 /** @description Number of results to return per page. */
@@ -4673,6 +4719,8 @@ export interface operations {
     memories_export_retrieve: {
         parameters: {
             query?: {
+                /** @description Only memories this filter matches: a filter object's JSON text (docs/api.md, Filters). */
+                filter?: string;
                 /** @description Also export soft-deleted memories (with deleted_at set). */
                 include_deleted?: boolean;
             };
@@ -4976,6 +5024,8 @@ export interface operations {
             query: {
                 /** @description Recall what was current then: a date (YYYY-MM-DD, as of its end, UTC) or an ISO 8601 date and time. Memories superseded since are included, later ones left out. */
                 as_of?: string;
+                /** @description Only memories this filter matches (docs/api.md, Filters): a JSON object of and/or/not and field conditions (eq, ne, in, nin, gt, gte, lt, lte, contains, exists) on category, key, scope, source, importance, confidence, created_at, updated_at, valid_from, pinned and metadata.<key>[.<key>...]. In a query string, the object's JSON text. */
+                filter?: string;
                 /** @description 0 to 1: return the memories whose relevance (score_parts.relevance before the weights: how close the memory is to the query and how many of its words it holds) reaches it, instead of the relevance gate's decision. 0 returns the top_k by score whatever the gate says (a search box, an admin); left out, the gate decides, which keeps memories that do not bear on the query out. */
                 min_relevance?: number;
                 persona_id?: string | null;
@@ -5588,6 +5638,8 @@ export interface operations {
                     replace?: boolean | null;
                     /** @description true for a standing fact every turn needs whatever is asked (e.g. how the user wants to be answered); null means false. */
                     pinned?: boolean | null;
+                    /** @description The product's own keys as JSON object text, e.g. {"app": "ios"}; null for none. */
+                    metadata?: string | null;
                 } | {
                     /** @description What to look for, in natural language. At most 1000 characters. */
                     query: string;
@@ -5597,6 +5649,8 @@ export interface operations {
                     as_of?: string | null;
                     /** @description 0 to 1: the least relevance a memory needs to be returned; 0 returns the top_k best whatever their relevance. null: only memories that bear on the query. */
                     min_relevance?: number | null;
+                    /** @description Only memories matching this filter, as JSON text (null: all), e.g. {"category": {"in": ["food", "travel"]}, "metadata.app": "ios"}. Operators: eq, ne, in, nin, gt, gte, lt, lte, contains, exists; and, or, not; fields: category, key, scope, source, importance, confidence, created_at, updated_at, valid_from, pinned, metadata.<key>. */
+                    filter?: string | null;
                 } | {
                     /** @description The user's message as it is, or the topic at hand. At most 32000 characters; recall reads the last 500. */
                     query: string;
@@ -5604,6 +5658,8 @@ export interface operations {
                     top_k?: number | null;
                     /** @description true puts the short summary of who the user is at the head of the hint (at the start of a conversation); null means false. */
                     profile?: boolean | null;
+                    /** @description Only memories matching this filter, as JSON text (null: all), e.g. {"category": {"in": ["food", "travel"]}, "metadata.app": "ios"}. Operators: eq, ne, in, nin, gt, gte, lt, lte, contains, exists; and, or, not; fields: category, key, scope, source, importance, confidence, created_at, updated_at, valid_from, pinned, metadata.<key>. */
+                    filter?: string | null;
                 } | Record<string, never> | {
                     /**
                      * Format: uuid

@@ -146,3 +146,45 @@ test("eraseUser erases the user and their memories", async () => {
   const noUser = createMemoryClient({ baseUrl, apiKey });
   await assert.rejects(noUser.eraseUser(), TypeError);
 });
+
+test("metadata is saved, merged by update, replaced with replaceMetadata, and filtered on", async () => {
+  const client = clientForNewUser();
+  const ios = await client.save({
+    key: "home",
+    value: "Lives in Porto",
+    metadata: { app: "ios", ticket: { id: 4521, status: "open" } },
+  });
+  const web = await client.save({ key: "diet", value: "Vegetarian", metadata: { app: "web" } });
+  await client.save({ key: "job", value: "Works as a baker" });
+  assert.deepEqual(ios.metadata, { app: "ios", ticket: { id: 4521, status: "open" } });
+  assert.deepEqual((await client.get(web.id)).metadata, { app: "web" });
+
+  const merged = await client.update(ios.id, { metadata: { ticket: { status: "closed" }, app: null } });
+  assert.deepEqual(merged.metadata, { ticket: { id: 4521, status: "closed" } });
+  const replaced = await client.update(ios.id, { metadata: { app: "ios" } }, { replaceMetadata: true });
+  assert.deepEqual(replaced.metadata, { app: "ios" });
+
+  const keys = async (filter) =>
+    (await all(client.list({ filter }))).map((memory) => memory.key).sort();
+  assert.deepEqual(await keys({ "metadata.app": "ios" }), ["home"]);
+  assert.deepEqual(await keys({ or: [{ "metadata.app": "web" }, { key: "job" }] }), ["diet", "job"]);
+  assert.deepEqual(await keys({ not: { "metadata.app": { exists: true } } }), ["job"]);
+
+  const found = await client.search("where does the user live", {
+    filter: { "metadata.app": { in: ["web"] } },
+    min_relevance: 0,
+  });
+  assert.deepEqual(found.map((memory) => memory.key), ["diet"]);
+  const context = await client.context("What does the user eat?", { filter: { "metadata.app": "ios" } });
+  assert.ok(context.memories.every((memory) => memory.key === "home"));
+});
+
+test("a filter the service refuses is a 400 naming its path", async () => {
+  const client = clientForNewUser();
+  const error = await rejection(
+    all(client.list({ filter: { and: [{ key: "home" }, { "metadata.app": { like: "i" } }] } })),
+  );
+  assert.ok(error instanceof MemoryServiceError);
+  assert.equal(error.status, 400);
+  assert.deepEqual(Object.keys(error.fields), ["filter.and[1].metadata.app.like"]);
+});

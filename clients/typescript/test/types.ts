@@ -3,6 +3,7 @@
 // types must catch; if one stops being an error, tsc fails on the unused directive.
 import {
   createMemoryClient,
+  type Filter,
   type Memory,
   MemoryServiceError,
   type RecallResult,
@@ -22,6 +23,28 @@ export async function usesTheClient(): Promise<void> {
   await client.save({ key: "home" });
   // @ts-expect-error: scope is one of the schema's values
   await client.save({ key: "home", value: "x", scope: "everyone" });
+
+  const tagged = await client.save({ key: "home", value: "x", metadata: { app: "ios", n: 1 } });
+  const metadata: { [key: string]: unknown } = tagged.metadata;
+  await client.update(tagged.id, { metadata: { app: null } });
+  await client.update(tagged.id, { metadata: {} }, { replaceMetadata: true });
+  // @ts-expect-error: metadata is an object of your own keys
+  await client.save({ key: "home", value: "x", metadata: "ios" });
+
+  const filter: Filter = {
+    and: [{ category: { in: ["food", "travel"] } }, { importance: { gte: 0.7 } }],
+    not: { "metadata.app": { exists: true } },
+    "metadata.ticket.id": 4521,
+  };
+  await client.search("Porto", { filter });
+  await client.context("Porto", { filter: { or: [{ pinned: true }, { "metadata.app": "ios" }] } });
+  client.list({ filter: { "metadata.app": { contains: "io" } } });
+  // @ts-expect-error: a field a filter does not know
+  client.list({ filter: { categry: "food" } });
+  // @ts-expect-error: filters compare single values, not lists
+  client.list({ filter: { "metadata.tags": ["vip"] } });
+  // @ts-expect-error: the filter is an object, not its text
+  await client.search("Porto", { filter: '{"metadata.app": "ios"}' });
 
   const results: RecallResult[] = await client.search("Porto", { top_k: 3 });
   const score: number | undefined = results[0]?.score;
@@ -62,5 +85,5 @@ export async function usesTheClient(): Promise<void> {
       void [fields, status];
     }
   }
-  void [created, superseded, score, hint, memories, externalId, runStatus];
+  void [created, superseded, score, hint, memories, externalId, runStatus, metadata];
 }

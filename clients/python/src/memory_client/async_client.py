@@ -12,7 +12,7 @@ import httpx
 from memory_client import calls
 from memory_client.endpoints import Endpoints
 from memory_client.transport import Connection, RetryPolicy, result
-from memory_client.types import Memory
+from memory_client.types import Filter, Memory
 
 T = TypeVar("T")
 
@@ -73,12 +73,15 @@ class AsyncMemoryClient(Endpoints):
 
     # The methods of more than one request, as MemoryClient's.
 
-    async def iter_memories(self, **filters: Any) -> AsyncIterator[Memory]:
+    async def iter_memories(
+        self, *, filter: Filter | None = None, **filters: Any
+    ) -> AsyncIterator[Memory]:
         """GET /api/memories page after page (`filters`: status, query, scope, project_id,
-        persona_id, category, source, page_size)."""
+        persona_id, category, source, page_size); `filter`, the memories it matches
+        (memory_client.types.Filter, e.g. {"metadata.app": "ios"})."""
         page = 1
         while True:
-            answer = await self.run(calls.list_page(filters, page))
+            answer = await self.run(calls.list_page({**filters, "filter": filter}, page))
             for memory in answer["data"]:
                 yield memory
             if not answer["next"]:
@@ -95,9 +98,9 @@ class AsyncMemoryClient(Endpoints):
 
     # Last: inside the class body, a method named `list` hides the builtin from the
     # annotations of the methods after it.
-    def list(self, **filters: Any) -> AsyncIterator[Memory]:
+    def list(self, *, filter: Filter | None = None, **filters: Any) -> AsyncIterator[Memory]:
         """The user's memories, following pages; as iter_memories."""
-        return self.iter_memories(**filters)
+        return self.iter_memories(filter=filter, **filters)
 
     async def aclose(self) -> None:
         if self._owns_http:

@@ -19,6 +19,7 @@ from memory_client.types import (
     EntityDetail,
     ExportedMemory,
     ExtractionRun,
+    Filter,
     Me,
     Memory,
     MessagesPosted,
@@ -67,7 +68,8 @@ def _id(value: str) -> str:
 
 
 def _params(values: Mapping[str, Any]) -> dict[str, str | int]:
-    """Query parameters without the ones left as None; booleans as the API spells them."""
+    """Query parameters without the ones left as None; booleans as the API spells them, an
+    object (a filter) as its JSON text, which is how a query string carries it."""
     params: dict[str, str | int] = {}
     for name, value in values.items():
         if value is None:
@@ -76,9 +78,17 @@ def _params(values: Mapping[str, Any]) -> dict[str, str | int]:
             params[name] = "true" if value else "false"
         elif isinstance(value, int):
             params[name] = value
+        elif isinstance(value, Mapping):
+            params[name] = _filter_text(value)
         else:
             params[name] = str(value)
     return params
+
+
+def _filter_text(conditions: Filter) -> str:
+    """A filter's JSON text, as a query string carries it (compact: the service takes at
+    most 10,000 characters)."""
+    return json.dumps(dict(conditions), ensure_ascii=False, separators=(",", ":"))
 
 
 def _body(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,41 +98,69 @@ def _body(values: Mapping[str, Any]) -> dict[str, Any]:
 # Memories
 
 
-def save(*, key: str, value: str, **fields: Any) -> Call[SavedMemory]:
+def save(
+    *, key: str, value: str, metadata: Mapping[str, Any] | None = None, **fields: Any
+) -> Call[SavedMemory]:
     """Save a fact (POST /api/memories): `fields` as the API takes them (category,
     importance, confidence, scope, project_id, persona_id, valid_from, replace, pinned,
     entities: [{"name", "kind", "relation"}]). A key
     names one fact: another value replaces the current one (`superseded_ids`); the same
-    value answers the memory that says it (`created` false)."""
-    return Call("POST", "/api/memories", _json, json={"key": key, "value": value, **fields})
+    value answers the memory that says it (`created` false), its metadata merged with
+    `metadata`. `metadata`: your own keys (a JSON object: the app, a ticket id), saved as
+    given, filtered on (filter={"metadata.app": "ios"}), never ranked on."""
+    body = _body({"key": key, "value": value, "metadata": metadata, **fields})
+    return Call("POST", "/api/memories", _json, json=body)
 
 
 def save_many(memories: Iterable[Mapping[str, Any]]) -> Call[list[SavedMemory]]:
-    """Save up to 500 memories at once, all or nothing, in order (POST /api/memories/batch)."""
+    """Save up to 500 memories at once, all or nothing, in order (POST /api/memories/batch);
+    each a mapping of save()'s arguments, `metadata` included."""
     return Call("POST", "/api/memories/batch", _data, json={"memories": list(memories)})
 
 
-def search(query: str, top_k: int = 10, **context: Any) -> Call[list[RecallResult]]:
+def search(
+    query: str, top_k: int = 10, *, filter: Filter | None = None, **context: Any
+) -> Call[list[RecallResult]]:
     """Scored recall of current memories; `context`: topic_id, project_id, persona_id,
     work_session_id bring those scopes in, as_of recalls what was current then,
-    min_relevance (0 to 1) replaces the relevance gate (0: the top_k whatever it says)."""
-    params = _params({"q": query, "top_k": top_k, **context})
+    min_relevance (0 to 1) replaces the relevance gate (0: the top_k whatever it says).
+    `filter` recalls among the memories it matches only (memory_client.types.Filter, e.g.
+    {"metadata.app": "ios", "importance": {"gte": 0.7}}): inside the search, so it still
+    gives top_k."""
+    params = _params({"q": query, "top_k": top_k, "filter": filter, **context})
     return Call("GET", "/api/memories/search", _data, params=params)
 
 
-def context(query: str, **context: Any) -> Call[Context]:
+def context(query: str, *, filter: Filter | None = None, **context: Any) -> Call[Context]:
     """The hint for a model turn and the memories in it (POST /api/memories/context);
-    `context` as for search, and top_k; profile=True puts the user's profile summary first."""
-    return Call("POST", "/api/memories/context", _json, json=_body({"query": query, **context}))
+    `context` as for search, and top_k; profile=True puts the user's profile summary first.
+    `filter` as for search: the hint, its pinned memories too, is made of the memories it
+    matches."""
+    body = _body({"query": query, "filter": dict(filter) if filter else None, **context})
+    return Call("POST", "/api/memories/context", _json, json=body)
 
 
 def get(memory_id: str) -> Call[Memory]:
     return Call("GET", f"/api/memories/{_id(memory_id)}", _json)
 
 
-def update(memory_id: str, **fields: Any) -> Call[Memory]:
-    """Edit key, value, category, importance, confidence or pinned (PATCH; re-embeds)."""
-    return Call("PATCH", f"/api/memories/{_id(memory_id)}", _json, json=dict(fields))
+def update(
+    memory_id: str,
+    *,
+    metadata: Mapping[str, Any] | None = None,
+    replace_metadata: bool = False,
+    **fields: Any,
+) -> Call[Memory]:
+    """Edit key, value, category, importance, confidence or pinned (PATCH; re-embeds), and
+    metadata. `metadata` is a JSON merge patch (RFC 7386) of the memory's: a key given
+    replaces that key, an object merges into an object, a key set to None is removed, the
+    keys not named stay. replace_metadata=True makes `metadata` the whole new metadata
+    (PUT), so `metadata={}` clears it."""
+    body = dict(fields)
+    if metadata is not None:
+        body["metadata"] = dict(metadata)
+    method = "PUT" if replace_metadata else "PATCH"
+    return Call(method, f"/api/memories/{_id(memory_id)}", _json, json=body)
 
 
 def delete(memory_id: str) -> Call[None]:
@@ -134,15 +172,18 @@ def restore(memory_id: str) -> Call[Memory]:
     return Call("POST", f"/api/memories/{_id(memory_id)}/restore", _json)
 
 
-def export(*, include_deleted: bool = False) -> Call[list[ExportedMemory]]:
-    """Every memory of the user, every status, oldest first (the NDJSON export, parsed)."""
-    params = _params({"include_deleted": include_deleted or None})
+def export(
+    *, include_deleted: bool = False, filter: Filter | None = None
+) -> Call[list[ExportedMemory]]:
+    """Every memory of the user, every status, oldest first (the NDJSON export, parsed);
+    with `filter`, those it matches."""
+    params = _params({"include_deleted": include_deleted or None, "filter": filter})
     return Call("GET", "/api/memories/export", _ndjson, params=params)
 
 
 def list_page(filters: Mapping[str, Any], page: int) -> Call[dict[str, Any]]:
     """One page of GET /api/memories: {"data", "count", "next", "previous"}; the clients'
-    iter_memories() follows the pages."""
+    iter_memories() follows the pages. A `filter` among `filters` is sent as its JSON text."""
     return Call("GET", "/api/memories", _json, params=_params({**filters, "page": page}))
 
 

@@ -11,7 +11,7 @@ import httpx
 from memory_client import calls
 from memory_client.endpoints import Endpoints
 from memory_client.transport import Connection, RetryPolicy, result
-from memory_client.types import Memory
+from memory_client.types import Filter, Memory
 
 T = TypeVar("T")
 
@@ -70,12 +70,13 @@ class MemoryClient(Endpoints):
 
     # The methods of more than one request; AsyncMemoryClient has each, awaited.
 
-    def iter_memories(self, **filters: Any) -> Iterator[Memory]:
+    def iter_memories(self, *, filter: Filter | None = None, **filters: Any) -> Iterator[Memory]:
         """GET /api/memories page after page (`filters`: status, query, scope, project_id,
-        persona_id, category, source, page_size)."""
+        persona_id, category, source, page_size); `filter`, the memories it matches
+        (memory_client.types.Filter, e.g. {"metadata.app": "ios"})."""
         page = 1
         while True:
-            answer = self.run(calls.list_page(filters, page))
+            answer = self.run(calls.list_page({**filters, "filter": filter}, page))
             yield from answer["data"]
             if not answer["next"]:
                 return
@@ -91,9 +92,9 @@ class MemoryClient(Endpoints):
 
     # Last: inside the class body, a method named `list` hides the builtin from the
     # annotations of the methods after it.
-    def list(self, **filters: Any) -> Iterator[Memory]:
+    def list(self, *, filter: Filter | None = None, **filters: Any) -> Iterator[Memory]:
         """The user's memories, following pages; as iter_memories."""
-        return self.iter_memories(**filters)
+        return self.iter_memories(filter=filter, **filters)
 
     def close(self) -> None:
         if self._owns_http:

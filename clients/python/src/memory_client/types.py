@@ -1,10 +1,26 @@
 """The service's answers as typed dictionaries: the JSON as it arrives, with the field names of
 docs/api.md, so nothing is renamed between the API's documentation and a program."""
 
-from typing import Any, Literal, NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 Scope = Literal["user", "project", "session", "persona", "persona_user"]
 Status = Literal["active", "pending_review", "archived"]
+
+# A memory's `metadata`: a JSON object of the product's own keys (docs/api.md, "Metadata"):
+# names of 1 to 64 characters without . " \ or a control character, and not an integer;
+# nested at most 5 deep; at most 8192 bytes of JSON. Saved and returned as given, filtered
+# on, never ranked on.
+Metadata: TypeAlias = dict[str, Any]
+
+# A filter (docs/api.md, "Filters"), the one language of every read: a JSON object of `and`
+# (a list of filters), `or` (a list), `not` (a filter), and conditions on fields:
+# {"<field>": value} (equality) or {"<field>": {"eq" | "ne" | "in" | "nin" | "gt" | "gte" |
+# "lt" | "lte" | "contains" | "exists": value}}. Fields: category, key, scope, source,
+# importance, confidence, created_at, updated_at, valid_from, pinned and
+# "metadata.<key>[.<key>...]". A plain mapping rather than a TypedDict: its field names
+# ("metadata.app") are the product's own.
+Filter: TypeAlias = Mapping[str, Any]
 
 
 class Memory(TypedDict):
@@ -28,6 +44,7 @@ class Memory(TypedDict):
     confidence: float
     status: Status
     pinned: bool  # in every context hint of its scopes, ahead of the ranked memories
+    metadata: Metadata  # the product's own keys ({} when none)
     supersedes_id: str | None
     superseded_by_id: str | None
     valid_from: str

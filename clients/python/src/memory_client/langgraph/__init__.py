@@ -19,7 +19,16 @@ How a namespace maps to the service (README.md of this package, "The LangGraph s
 - A value (a dict) is stored as its JSON text, except ``{"value": "<text>"}``, stored as the
   text itself; a memory whose value is not a JSON object reads back as ``{"value": text}``.
   So a get after a put answers the same dict, and memories written elsewhere read naturally.
-- `filter` reads as LangGraph's InMemoryStore reads it (see matches).
+  The value is also kept as the memory's ``metadata["langgraph"]`` when it fits the
+  service's rules for metadata (key names without "." and not integers, 5 levels, 8192
+  bytes): a copy for filters only, never read back (see metadata_of).
+- `filter` reads as LangGraph's InMemoryStore reads it (see matches). The service applies
+  what of it has a sure equivalent in its own filter language to that metadata, so a search
+  fetches (and a query ranks) only the items that may match; every item fetched is still
+  checked with matches. Items without that metadata (an older adapter's, a value that did not
+  fit, memories saved elsewhere) always pass the service's part (see service_filter). A
+  value edited outside the store (the review pages, the API) keeps the metadata of its last
+  put until it is put again.
 - A search with a query ranks the namespace's memories by the service's score, as
   InMemoryStore ranks every item by similarity: it asks with ``min_relevance=0`` (the best 50
   whatever the relevance gate says), so ``search(ns, query="food")`` finds a memory its words
@@ -37,7 +46,8 @@ except ImportError as missing:
         "memory_client.langgraph needs LangGraph: pip install 'memory-service-client[langgraph]'"
     ) from missing
 
-from memory_client.langgraph.filters import check_filter, matches
+from memory_client.langgraph.filters import check_filter, matches, service_filter
+from memory_client.langgraph.metadata import METADATA_KEY, metadata_of, same_json
 from memory_client.langgraph.names import (
     CARRIER_LABELS,
     CATEGORY_MAX_LENGTH,
@@ -63,6 +73,7 @@ __all__ = [
     "CARRIER_LABELS",
     "CATEGORY_MAX_LENGTH",
     "KEY_MAX_LENGTH",
+    "METADATA_KEY",
     "NAMES_FIELD",
     "PAGE_SIZE",
     "PLAIN_NAME",
@@ -81,6 +92,9 @@ __all__ = [
     "located",
     "matches",
     "memory_key_of",
+    "metadata_of",
     "names_fit",
     "read_memory",
+    "same_json",
+    "service_filter",
 ]

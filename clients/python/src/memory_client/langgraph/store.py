@@ -21,7 +21,8 @@ from langgraph.store.base import (
 from memory_client import calls
 from memory_client.async_client import AsyncMemoryClient
 from memory_client.client import MemoryClient
-from memory_client.langgraph.filters import check_filter, matches
+from memory_client.langgraph.filters import check_filter, matches, service_filter
+from memory_client.langgraph.metadata import METADATA_KEY, metadata_of, same_json
 from memory_client.langgraph.names import (
     NAMES_FIELD,
     PAGE_SIZE,
@@ -101,19 +102,42 @@ def _put(op: PutOp) -> Plan[None]:
     else:
         names = {"namespace": list(place.path), "key": op.key}
         text = json.dumps({NAMES_FIELD: names, "value": value}, ensure_ascii=False)
+    metadata = metadata_of(value)
     fields: dict[str, Any] = {"scope": place.scope, "category": place.category}
     fields.update(place.recall_context())
-    saved = yield place.user_id, calls.save(key=key, value=text, **fields)
-    if saved["key"] != key or saved["value"] != text:
+    saved = yield place.user_id, calls.save(key=key, value=text, metadata=metadata, **fields)
+    if saved["key"] != key or saved["value"] != text or not _holds(saved, metadata):
         # The service found a current memory saying the same by its rules (case, spacing
-        # and punctuation aside): make it say exactly this.
-        changes = {"key": key, "value": text, "category": place.category}
-        yield place.user_id, calls.update(saved["id"], **changes)
+        # and punctuation aside), and merged this save's metadata into that memory's: make
+        # it say exactly this, its metadata["langgraph"] this value or none (PUT replaces
+        # the metadata; a merge patch would keep a key the value no longer has).
+        kept = {name: v for name, v in saved["metadata"].items() if name != METADATA_KEY}
+        exactly = calls.update(
+            saved["id"],
+            key=key,
+            value=text,
+            category=place.category,
+            metadata={**kept, **(metadata or {})},
+            replace_metadata=True,
+        )
+        yield place.user_id, exactly
     replaced = {saved["id"], *saved["superseded_ids"]}
     for memory in held:
         if memory["id"] not in replaced:
             yield place.user_id, calls.delete(memory["id"])
     return None
+
+
+def _holds(saved: Memory, metadata: dict[str, Any] | None) -> bool:
+    """Whether a saved memory's metadata holds the item's value as `metadata` says: exactly
+    (a save merged into a memory's metadata keeps keys the value does not have, and drops
+    keys set to None), or not at all when the value does not fit in metadata."""
+    held = saved["metadata"].get(METADATA_KEY, _ABSENT)
+    wanted = _ABSENT if metadata is None else metadata[METADATA_KEY]
+    return held is wanted or same_json(held, wanted)
+
+
+_ABSENT = object()
 
 
 def _user_of(prefix: tuple[str, ...]) -> str:
@@ -134,13 +158,19 @@ def _search(op: SearchOp) -> Plan[list[SearchItem]]:
     prefix = tuple(op.namespace_prefix)  # a list is a namespace too
     user_id = _user_of(prefix)
     place = Place.of(prefix)
+    # The service narrows what is fetched (and ranked) to the items whose metadata may
+    # match; matches decides, with LangGraph's semantics (filters.service_filter).
+    narrowed = service_filter(op.filter)
     found: list[SearchItem] = []
     if op.query:
         ranked = {**place.recall_context(), "min_relevance": 0}
-        hits = yield user_id, calls.search(op.query, RECALL_TOP_K, **ranked)
+        hits = yield user_id, calls.search(op.query, RECALL_TOP_K, filter=narrowed, **ranked)
         candidates = [item_of(hit, hit["score"]) for hit in hits]
     else:
-        memories = yield from _pages(user_id, place.list_filters(exact=False))
+        filters = place.list_filters(exact=False)
+        if narrowed is not None:
+            filters["filter"] = narrowed
+        memories = yield from _pages(user_id, filters)
         candidates = [item_of(memory) for memory in memories]
     for item in candidates:
         if item is not None and _within(item.namespace, prefix) and matches(item.value, op.filter):
