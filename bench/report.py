@@ -17,7 +17,12 @@ from bench.report_quality import (
     tune_section,
 )
 from bench.report_relevance import embedders_section, vague_section
-from bench.report_served import served_history_section, served_section
+from bench.report_served import (
+    filtered_search_section,
+    newest_filtered,
+    served_history_section,
+    served_section,
+)
 from bench.tenants_tables import tenants_section
 
 
@@ -51,6 +56,9 @@ def markdown(found: list) -> str:
     if served:
         out += served_section(*served)
         out += served_history_section(found)
+    filtered = newest_filtered(found)
+    if filtered:
+        out += filtered_search_section(*filtered)
     embedded_server = newest_result(found, "embedded_server")
     if embedded_server:
         out += embedded_server_section(*embedded_server)
@@ -91,10 +99,15 @@ def summary(results: dict) -> str:
 def write_docs(extra: dict | None = None) -> None:
     """docs/benchmarks.md from the newest full results of each part."""
     found = []
-    for path in sorted(RESULTS.glob("*.json")):
+    # The parts' runs, and the runs of an issue kept in its folder (issue46/...): those
+    # count only where nothing else says it (newest_filtered), not as the newest run.
+    for path in sorted([*RESULTS.glob("*.json"), *RESULTS.glob("issue*/served*.json")]):
         data = json.loads(path.read_text())
         if not data.get("meta", {}).get("quick"):
-            found.append((path.name, data))
+            name = str(path.relative_to(RESULTS))
+            if "/" in name:
+                data = {**data, "issue_run": True}
+            found.append((name, data))
     if extra is not None:
         found.append(("(this run)", extra))
     DOCS.parent.mkdir(exist_ok=True)

@@ -13,8 +13,11 @@ def pct(d: dict) -> str:
 
 
 def newest_result(found: list, part: str):
+    """The newest run of a part, among the parts' own runs (not an issue's, in its folder)."""
     best = None
     for name, data in found:
+        if data.get("issue_run"):
+            continue
         if part in data and (best is None or data["meta"]["date"] >= best[1]["meta"]["date"]):
             best = (name, data)
     return best

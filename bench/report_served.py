@@ -76,7 +76,7 @@ def served_history_section(found: list) -> list[str]:
     runs = sorted(
         (data["meta"]["date"], name, data)
         for name, data in found
-        if "served" in data and not data["meta"].get("quick")
+        if "served" in data and not data["meta"].get("quick") and not data.get("issue_run")
     )
     if len(runs) < 2:
         return []
@@ -99,3 +99,29 @@ def served_history_section(found: list) -> list[str]:
                 f"{run['batch']['memories_per_s']:.0f} |"
             )
     return [*out, ""]
+
+
+def newest_filtered(found: list):
+    """The newest served run that timed a filtered search (issue 46), wherever it is kept."""
+    runs = [
+        (name, data)
+        for name, data in found
+        if any("search_filtered" in run for run in data.get("served", {}).values())
+    ]
+    return max(runs, key=lambda run: run[1]["meta"]["date"], default=None)
+
+
+def filtered_search_section(name: str, data: dict) -> list[str]:
+    """A search filtered to 1% of the memories beside the same searches unfiltered, from
+    one served run (bench/served.py)."""
+    table = served_tables(data).split("\n")
+    start = next(i for i, line in enumerate(table) if line.startswith("Search with a filter"))
+    end = next(i for i in range(start + 4, len(table)) if not table[i].startswith("|"))
+    return [
+        "## Filtered search (gunicorn)",
+        "",
+        *meta_lines(name, data),
+        "",
+        *table[start:end],
+        "",
+    ]

@@ -14,6 +14,8 @@ SEARCH_STAGES = (
     ("serialize", "serialisation"),
     ("render", "JSON rendering"),
 )
+# Stages only some searches go through: left out of a table where none of them did.
+OPTIONAL_STAGES = ("filter",)
 OUTSIDE_STAGES = ("django, outside the stages", "gunicorn, socket and HTTP")
 # The stages that read the searching user's memories; the others cost the same whatever the
 # user holds (scoring always scores the same number of candidates).
@@ -152,6 +154,10 @@ def breakdown_table(served: dict) -> list[str]:
     ]
     rows = {d: {row["stage"]: row for row in served[d]["search"]["breakdown"]} for d in databases}
     for stage, what in (*SEARCH_STAGES, *((name, name) for name in OUTSIDE_STAGES)):
+        if stage in OPTIONAL_STAGES and not any(
+            rows[d].get(stage, {}).get("mean_ms") for d in databases
+        ):
+            continue  # an unfiltered search finds no filter's ids
         cells = []
         for database in databases:
             row = rows[database].get(stage)

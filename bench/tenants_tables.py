@@ -3,7 +3,7 @@ and what bench/report.py puts in docs/benchmarks.md."""
 
 from bench.cpu import cpu_table
 from bench.report_cells import meta_lines, pct
-from bench.served_tables import OUTSIDE_STAGES, SEARCH_STAGES, data_stages
+from bench.served_tables import OPTIONAL_STAGES, OUTSIDE_STAGES, SEARCH_STAGES, data_stages
 
 # Issue 26's targets: PostgreSQL p95 per band at a million memories of 10,000 users; the share
 # of the exact nearest found (light users exactly theirs, heavy users at least 0.98).
@@ -175,6 +175,10 @@ def _band_breakdown(database: str, run: dict) -> list[str]:
     ]
     rows = {band: {r["stage"]: r for r in run["search"][band]["breakdown"]} for band in bands}
     for stage, what in (*SEARCH_STAGES, *((name, name) for name in OUTSIDE_STAGES)):
+        if stage in OPTIONAL_STAGES and not any(
+            rows[band].get(stage, {}).get("mean_ms") for band in bands
+        ):
+            continue
         cells = []
         for band in bands:
             row = rows[band].get(stage)
