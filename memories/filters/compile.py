@@ -134,6 +134,14 @@ class _Compiler:
         return _SqlitePath(column, c.path).condition(c, self)
 
 
+def _any_of(parts: list[tuple[str, list]]) -> tuple[str, list]:
+    """`in`: the equalities of its values, any of which holds."""
+    return (
+        " OR ".join(f"({sql})" for sql, _ in parts),
+        [param for _, params in parts for param in params],
+    )
+
+
 def _kind_of(value: Any) -> str:
     if isinstance(value, bool):
         return BOOLEAN
@@ -174,11 +182,8 @@ class _SqliteTopLevel:
         if c.op == "eq":
             return self.holding(*self.equal(c.value))
         if c.op == "in":
-            parts = [self.equal(value) for value in c.value]
-            return self.holding(
-                "(" + " OR ".join(f"({sql})" for sql, _ in parts) + ")",
-                [param for _, params in parts for param in params],
-            )
+            sql, params = _any_of([self.equal(value) for value in c.value])
+            return self.holding(f"({sql})", params)
         if c.op == "contains":
             return self.holding(f"kind = 'text' AND {compiler.contains('atom')}", [c.value])
         kinds = self.KINDS[_kind_of(c.value)]
@@ -216,11 +221,7 @@ class _SqlitePath:
         if c.op == "eq":
             return self.equal(c.value)
         if c.op == "in":
-            parts = [self.equal(value) for value in c.value]
-            return (
-                " OR ".join(f"({sql})" for sql, _ in parts),
-                [param for _, params in parts for param in params],
-            )
+            return _any_of([self.equal(value) for value in c.value])
         extracted, params = self.value()
         if c.op == "contains":
             typed, typed_params = self.typed(TEXT)
@@ -266,11 +267,7 @@ class _PostgresPath:
         if c.op == "eq":
             return self.equal(c.value)
         if c.op == "in":
-            parts = [self.equal(value) for value in c.value]
-            return (
-                " OR ".join(f"({sql})" for sql, _ in parts),
-                [param for _, params in parts for param in params],
-            )
+            return _any_of([self.equal(value) for value in c.value])
         text = f"({self.column} #>> %s::text[])"
         if c.op == "contains":
             typed, params = self.typed(TEXT)

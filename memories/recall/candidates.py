@@ -67,7 +67,7 @@ def filtered(
     *, memory_filter: Node, scopes: Sequence[CarrierIds], as_of: datetime | None = None
 ) -> Filtered:
     """The filter with the ids it matches in these scopes, when there are few enough to
-    search among them alone (filtered_rows)."""
+    search among them alone (_step_by_step)."""
     limit = settings.RECALL_FILTER_EXACT_MAX
     current = Q(status=Status.ACTIVE) if as_of is None else valid_at(as_of)
     ids = list(
@@ -110,21 +110,17 @@ def find_candidates(
     """Up to k nearest neighbours and the keyword hits (keyword_hits), active in these
     scopes; with as_of, the memories that were current then (valid_at), superseded and
     archived ones included, found by vector (the keyword index holds active memories only);
-    with a filter (`within`), only memories it matches (filtered_rows)."""
+    with a filter (`within`), only memories it matches (_step_by_step)."""
     if not scopes:
         return []
     entity = entity or {}
     # The memories of the entities the query names are fetched as the keyword hits are.
     wanted = [*keyword, *(memory_id for memory_id in entity if memory_id not in keyword)]
-    if within is not None:
-        rows, similarities = _filtered_rows(
-            vector=vector, scopes=scopes, k=k, keyword=wanted, as_of=as_of, within=within
-        )
-    elif as_of is None and vector is not None and get_vector_store().composes_sql:
+    if within is None and as_of is None and vector is not None and get_vector_store().composes_sql:
         rows, similarities = _in_one_statement(vector=vector, scopes=scopes, k=k, keyword=wanted)
     else:
         rows, similarities = _step_by_step(
-            vector=vector, scopes=scopes, k=k, keyword=wanted, as_of=as_of
+            vector=vector, scopes=scopes, k=k, keyword=wanted, as_of=as_of, within=within
         )
     best_keyword = max((hit.score for hit in keyword.values()), default=0.0)
     candidates = []
@@ -157,70 +153,47 @@ def valid_at(moment: datetime) -> Q:
     )
 
 
-def _step_by_step(*, vector, scopes, k, keyword, as_of=None) -> tuple[list, list]:
+def _step_by_step(
+    *, vector, scopes, k, keyword, as_of=None, within: Filtered | None = None
+) -> tuple[list, list]:
     """Rows in SCORING_FIELDS order of the neighbours and keyword hits, and the similarity
-    of each (None without a query vector)."""
+    of each (None without a query vector). With a filter (`within`), among the memories it
+    matches: when it listed them (at most RECALL_FILTER_EXACT_MAX), the k nearest of them
+    all, measured one by one, so a filter matching 1% of a user's memories still gives k;
+    else the k · FILTER_OVERFETCH nearest of the scopes, of which the rows' reading keeps
+    those the filter matches (a filter matching so many matches enough of the nearest)."""
     similarity: dict[UUID, float] = {}
     statuses = [Status.ACTIVE] if as_of is None else [Status.ACTIVE, Status.ARCHIVED]
+    listed = within.ids if within is not None else None
     if vector is not None:
         store = get_vector_store()
         partitions = [scope.partition for scope in scopes]
-        for status in statuses:
-            for hit in store.nearest(vector=vector, partitions=partitions, k=k, status=status):
-                similarity[hit.memory_id] = hit.similarity
-        missing = [memory_id for memory_id in keyword if memory_id not in similarity]
-        for hit in store.distances(vector=vector, memory_ids=missing, partitions=partitions):
-            similarity[hit.memory_id] = hit.similarity
-    ids = set(similarity) | set(keyword)
-    if not ids:
-        return [], []
-    current = Q(status=Status.ACTIVE) if as_of is None else valid_at(as_of)
-    rows = list(
-        Memory.objects.filter(
-            current, scopes_condition(scopes), id__in=ids, deleted_at__isnull=True
-        ).values_list(*SCORING_FIELDS)
-    )
-    similarities = [similarity.get(row[0], 0.0) if vector is not None else None for row in rows]
-    return rows, similarities
-
-
-def _filtered_rows(*, vector, scopes, k, keyword, as_of, within: Filtered) -> tuple[list, list]:
-    """_step_by_step among the memories a filter matches. When it listed them (at most
-    RECALL_FILTER_EXACT_MAX), the k nearest of them all, measured one by one: a filter
-    matching 1% of a user's memories still gives k. Else the k · FILTER_OVERFETCH nearest
-    of the scopes, of which the rows' reading keeps those the filter matches: a filter
-    matching so many memories matches enough of the nearest."""
-    similarity: dict[UUID, float] = {}
-    statuses = [Status.ACTIVE] if as_of is None else [Status.ACTIVE, Status.ARCHIVED]
-    if vector is not None:
-        store = get_vector_store()
-        partitions = [scope.partition for scope in scopes]
-        if within.ids is not None:
-            measured = store.distances(vector=vector, memory_ids=within.ids, partitions=partitions)
+        if listed is not None:
+            measured = store.distances(vector=vector, memory_ids=listed, partitions=partitions)
             for hit in heapq.nsmallest(k, measured, key=lambda hit: (hit.distance, hit.memory_id)):
                 similarity[hit.memory_id] = hit.similarity
         else:
+            wide = k if within is None else k * FILTER_OVERFETCH
             for status in statuses:
                 for hit in store.nearest(
-                    vector=vector, partitions=partitions, k=k * FILTER_OVERFETCH, status=status
+                    vector=vector, partitions=partitions, k=wide, status=status
                 ):
                     similarity[hit.memory_id] = hit.similarity
         missing = [memory_id for memory_id in keyword if memory_id not in similarity]
         for hit in store.distances(vector=vector, memory_ids=missing, partitions=partitions):
             similarity[hit.memory_id] = hit.similarity
     ids = set(similarity) | set(keyword)
-    if within.ids is not None:
-        ids &= within.ids
+    if listed is not None:
+        ids &= listed
     if not ids:
         return [], []
     current = Q(status=Status.ACTIVE) if as_of is None else valid_at(as_of)
-    rows = list(
-        Memory.objects.filter(
-            current, scopes_condition(scopes), id__in=ids, deleted_at__isnull=True
-        )
-        .filter(filter_condition(within.node))
-        .values_list(*SCORING_FIELDS)
+    memories = Memory.objects.filter(
+        current, scopes_condition(scopes), id__in=ids, deleted_at__isnull=True
     )
+    if within is not None:
+        memories = memories.filter(filter_condition(within.node))
+    rows = list(memories.values_list(*SCORING_FIELDS))
     similarities = [similarity.get(row[0], 0.0) if vector is not None else None for row in rows]
     return rows, similarities
 

@@ -155,3 +155,28 @@ def test_create_api_key_takes_a_tenant(db):
     with pytest.raises(CommandError, match="tenant"):
         call_command("create_api_key", "x", "--tenant", "no spaces", stdout=out, stderr=err)
     assert not Tenant.objects.filter(slug="no spaces").exists()
+
+
+def test_a_review_keys_filter_reaches_its_tenants_memories_only(keys):
+    """Issue 46: a filter in bulk review and the pending list never reaches past the tenant,
+    and a key's filtered reads see its own end user's memories only."""
+    save(client(keys["shop"], "alice"), "x", "y")
+    save(client(keys["clinic"], "bob"), "x", "y")
+    alice_pending = make_pending(User.objects.get(external_id="alice"))
+    bob_pending = make_pending(User.objects.get(external_id="bob"))
+    Memory.objects.filter(id__in=[alice_pending.id, bob_pending.id]).update(metadata={"app": "ios"})
+    clinic = client(keys["clinic review"])
+    everything = '{"metadata.app": "ios"}'
+
+    pending = clinic.get("/api/admin/memories/pending", {"filter": everything}).json()["data"]
+    approved = clinic.post(
+        "/api/admin/memories/bulk-approve", {"filter": {"metadata.app": "ios"}}, format="json"
+    )
+    listed = client(keys["clinic"], "bob").get(
+        "/api/memories", {"filter": everything, "status": "active"}
+    )
+
+    assert [m["id"] for m in pending] == [str(bob_pending.id)]
+    assert approved.json() == {"approved": 1}
+    assert Memory.objects.get(id=alice_pending.id).status == Status.PENDING_REVIEW
+    assert [m["id"] for m in listed.json()["data"]] == [str(bob_pending.id)]
