@@ -8,9 +8,11 @@ does Sofia like?", "gift ideas for my wife") or a group of them ("this weekend a
 named entities' or group's. An "unrelated" question needs no memory, many with family words
 used about the world ("who was the wife of Henry VIII?").
 
-Each profile is loaded twice, into fresh users: once with every memory's entities linked right
-after the memory is written (memories.entities.linking.entities_link, memory by memory, in the
-set's order, as a product's saves do), once without links, so the links' effect shows. Every
+Each profile is loaded three times, into fresh users: once with every memory's entities linked
+right after the memory is written (memories.entities.linking.entities_link, memory by memory,
+in the set's order, as a product's saves do); once with none named, the service reading them
+from each memory's words (entities_link_read, as a plain save does); once without links, so
+the links' effect shows. Every
 question asks memories.recall.hint.memory_hint as POST /api/memories/context does (top_k
 RECALL_HINT_TOP_K, the MEMORY_HINT_BUDGET_CHARS budget), inside a transaction rolled back after
 it: the access counts memory_hint records never reach the next question, which sees the user
@@ -40,7 +42,10 @@ DATA = ROOT / "tests" / "data" / "relationship_questions.json"
 CLASSES = ("unrelated", RELATION)
 HINT_TOP = 5
 TARGET = 0.90
-CONDITIONS = ("linked", "not_linked")
+# linked: the entities the set names, as a product's save or extraction gives them; read: none
+# named, the service reads them from each memory's words, as a plain save does
+# (memories.entities.linking.entities_link_read); not_linked: no entity at all.
+CONDITIONS = ("linked", "read", "not_linked")
 RESULTS_NAME = "issue45/relations"
 
 
@@ -50,20 +55,20 @@ def load(path: Path = DATA) -> list[dict]:
     return vague_data.load(path, classes=CLASSES)
 
 
-def _ingest(profiles, vectors, *, link: bool, tag: str) -> list[dict]:
+def _ingest(profiles, vectors, *, condition: str, tag: str) -> list[dict]:
     """One fresh user per profile, its memories user-scope, written by memory_create with the
-    given vectors; with `link`, each memory's entities linked right after it is written. Per
-    profile: the user and a memory id -> key map."""
+    given vectors; each memory's entities linked right after it is written as the condition
+    says (CONDITIONS). Per profile: the user and a memory id -> key map."""
     from django.db import transaction
 
-    from memories.entities.linking import Mention, entities_link
+    from memories.entities.linking import Mention, entities_link, entities_link_read
     from memories.models import Scope, User
     from memories.services import memory_create
 
     loaded = []
     vectors = iter(vectors)
     for i, profile in enumerate(profiles):
-        user = User.objects.create_user(username=f"relations-{tag}-{i}-{int(link)}")
+        user = User.objects.create_user(username=f"relations-{tag}-{i}-{condition}")
         keys = {}
         for memory in profile["memories"]:
             with transaction.atomic():
@@ -75,8 +80,10 @@ def _ingest(profiles, vectors, *, link: bool, tag: str) -> list[dict]:
                     value=memory["value"],
                     vector=next(vectors),
                 )
-                if link:
+                if condition == "linked":
                     entities_link(created, [Mention(**e) for e in memory.get("entities", [])])
+                elif condition == "read":
+                    entities_link_read(created)
             keys[created.id] = memory["key"]
         loaded.append({"user": user, "keys": keys})
     return loaded
@@ -228,8 +235,7 @@ def run(*, data: Path = DATA) -> dict:
     conditions = {}
     for condition in CONDITIONS:
         began = time.perf_counter()
-        link = condition == "linked"
-        loaded = _ingest(profiles, vectors, link=link, tag=tag)
+        loaded = _ingest(profiles, vectors, condition=condition, tag=tag)
         users = [state["user"].id for state in loaded]
         ingested = time.perf_counter() - began
         records = [
@@ -289,10 +295,14 @@ def table(results: dict) -> str:
             f"### {database}: {result['profiles']} profiles, {result['memories']} memories, "
             f"hint top {HINT_TOP}, embedder {result.get('embedder')}",
             "",
-            "| part | phrasing | linked: all in hint | linked: at least one "
-            "| linked: unrelated empty | not linked: all in hint | not linked: at least one "
-            "| not linked: unrelated empty |",
-            "|---|---|---|---|---|---|---|---|",
+            "| part | phrasing | "
+            + " | ".join(
+                f"{condition.replace('_', ' ')}: {column}"
+                for condition in CONDITIONS
+                for column in ("all in hint", "at least one", "unrelated empty")
+            )
+            + " |",
+            "|---|---|" + "---|" * (3 * len(CONDITIONS)),
         ]
         for part in (*PARTS, ALL):
             for phrasing in (*PHRASINGS, ALL):

@@ -92,8 +92,10 @@ def weights_for(overrides: dict):
 
 def _ingest(profiles, embedder) -> list[dict]:
     """One fresh user per profile, its memories user-scope and written by memory_create with
-    vectors embedded in one batch. Returns, per profile, the user and a memory id -> key map.
-    The user names carry a random tag, so one database can be loaded more than once."""
+    vectors embedded in one batch, each linked to the entities its words name, as a save that
+    names none is (entities_link_read). Returns, per profile, the user and a memory id -> key
+    map. The user names carry a random tag, so one database can be loaded more than once."""
+    from memories.entities.linking import entities_link_read
     from memories.models import Memory, Scope, User
     from memories.services import memory_create
 
@@ -116,6 +118,7 @@ def _ingest(profiles, embedder) -> list[dict]:
             value=memory["value"],
             vector=vector,
         )
+        entities_link_read(created)
         loaded[i]["keys"][created.id] = memory["key"]
     return loaded
 

@@ -155,6 +155,11 @@ PROFILE_SUMMARY_MAX_CHARS = env.int("PROFILE_SUMMARY_MAX_CHARS", default=600)
 PROFILE_SUMMARY_MEMORIES = env.int("PROFILE_SUMMARY_MEMORIES", default=30)
 PROFILE_MEMORIES_MAX = env.int("PROFILE_MEMORIES_MAX", default=200)
 PROFILE_REFRESH_INTERVAL_SECONDS = env.float("PROFILE_REFRESH_INTERVAL_SECONDS", default=30.0)
+# A user whose summary was written less than this long ago waits for a later sweep: a user who
+# changes all the time (an agent saving on every turn) is written every few minutes, not on
+# every sweep, for reading a large user's profile takes a few hundred milliseconds of a worker
+# that serves requests too (the embedded default). 0: on every sweep that finds a change.
+PROFILE_REFRESH_MIN_SECONDS = env.float("PROFILE_REFRESH_MIN_SECONDS", default=240.0)
 for _name, _value in (
     ("PROFILE_SUMMARY_MAX_CHARS", PROFILE_SUMMARY_MAX_CHARS),
     ("PROFILE_SUMMARY_MEMORIES", PROFILE_SUMMARY_MEMORIES),
@@ -162,10 +167,12 @@ for _name, _value in (
 ):
     if _value < 1:
         raise ConfigurationError(f"{_name}={_value}: expected 1 or more")
-if PROFILE_REFRESH_INTERVAL_SECONDS < 0:
-    raise ConfigurationError(
-        f"PROFILE_REFRESH_INTERVAL_SECONDS={PROFILE_REFRESH_INTERVAL_SECONDS}: expected 0 or more"
-    )
+for _name, _value in (
+    ("PROFILE_REFRESH_INTERVAL_SECONDS", PROFILE_REFRESH_INTERVAL_SECONDS),
+    ("PROFILE_REFRESH_MIN_SECONDS", PROFILE_REFRESH_MIN_SECONDS),
+):
+    if _value < 0:
+        raise ConfigurationError(f"{_name}={_value}: expected 0 or more")
 MEMORY_HINT_PROFILE_SHARE = env.float("MEMORY_HINT_PROFILE_SHARE", default=0.25)
 if not 0 < MEMORY_HINT_PROFILE_SHARE <= 1:
     raise ConfigurationError(

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from memories.embeddings.embedders import get_embedder
-from memories.entities.linking import Mention, entities_link
+from memories.entities.linking import Mention, entities_link, entities_link_read
 from memories.errors import Forbidden, InvalidInput, ServiceError
 from memories.fact_keys import FactGroup, current_holders, fact_group, lock_fact_keys
 from memories.facts import decide
@@ -62,12 +62,17 @@ class _Write:
     memory: Memory  # unsaved, carriers checked
     replace: bool
     vector: list[float] | None = None
-    # The entities the memory is about, linked to whichever memory holds the fact.
-    mentions: tuple[Mention, ...] = ()
+    # The entities the memory is about, linked to whichever memory holds the fact; None:
+    # the save named none, so they are read from the value (entities_link_read).
+    mentions: tuple[Mention, ...] | None = None
 
 
-def mentions_of(entities: Sequence[dict] | None) -> tuple[Mention, ...]:
-    return tuple(Mention(**entity) for entity in entities or ())
+def mentions_of(entities: Sequence[dict] | None) -> tuple[Mention, ...] | None:
+    """The mentions a save names; None when it names none (`entities` left out), so the
+    memory's own words are read ([] names none and reads nothing)."""
+    if entities is None:
+        return None
+    return tuple(Mention(**entity) for entity in entities)
 
 
 def manual_memory(
@@ -293,7 +298,9 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
     pinned_room_check(pinning, leaving=[old.id for old, _ in replaced])
     _write_created(created, actor=actor)
     for write, answer in zip(writes, answers, strict=True):
-        if write.mentions:
+        if write.mentions is None:
+            entities_link_read(answer.memory)
+        elif write.mentions:
             entities_link(answer.memory, write.mentions)
     memories_created(
         [memory for memory, _ in created],

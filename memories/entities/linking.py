@@ -6,26 +6,21 @@ one of the two is named by the relation alone ("my wife" then "Sofia", relation 
 one, which takes the proper name and keeps the other as an alias; else a new entity is made.
 Run inside the caller's transaction."""
 
+import re
+import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from django.db import transaction
 
-from memories.entities.names import fold, names_folded
+from memories.entities.names import Mention, fold, names_folded
+from memories.entities.reading import mentions_in_value
 from memories.errors import InvalidInput
 from memories.models import Entity, EntityKind, Memory, User
 from webhooks.events import entity_created, entity_merged
 
 
-@dataclass(frozen=True)
-class Mention:
-    name: str
-    kind: str = EntityKind.OTHER
-    relation: str = ""
-
-
 def _names_the_relation(name: str, relation: str) -> bool:
-    """"wife", "my wife", "our dog", "the employer": a name that only says the relation."""
+    """ "wife", "my wife", "our dog", "the employer": a name that only says the relation."""
     words = fold(name).split()
     if words and words[0] in ("my", "our", "the"):
         words = words[1:]
@@ -90,6 +85,31 @@ def entities_link(memory: Memory, mentions: Iterable[Mention]) -> list[Entity]:
         if entity.id not in known:
             entity_created(entity)
     return linked
+
+
+def entities_link_read(memory: Memory) -> list[Entity]:
+    """Link a memory saved without `entities` to those its value names: the user's people and
+    pets at the head of a clause (reading.mentions_in_value: "Wife Priya runs the bakery"),
+    and the user's known entities named in it by a proper name or alias, as written
+    ("Kiwi needs kidney-diet cat food" once the cat Kiwi is known). Returns them."""
+    if memory.user_id is None:
+        return []
+    mentions = list(mentions_in_value(memory.value))
+    value = _unaccented(memory.value)
+    for entity in Entity.objects.filter(user_id=memory.user_id).only("name", "aliases", "relation"):
+        for name in (entity.name, *entity.aliases):
+            if _names_the_relation(name, fold(entity.relation)) or len(name) < 2:
+                continue
+            # Case kept: "Pip" the dog is not "pip install"; accents aside: "Ines" is "Inês".
+            if re.search(rf"(?<!\w){re.escape(_unaccented(name))}(?!\w)", value):
+                mentions.append(Mention(name, entity.kind, entity.relation))
+                break
+    return entities_link(memory, mentions)
+
+
+def _unaccented(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(char for char in decomposed if not unicodedata.combining(char))
 
 
 @transaction.atomic

@@ -1,6 +1,18 @@
 """How entity names compare: case- and accent-folded, spaces collapsed ("Sofía" is "sofia")."""
 
 import unicodedata
+from dataclasses import dataclass
+
+from memories.models import EntityKind
+
+
+@dataclass(frozen=True)
+class Mention:
+    """An entity as a save, the extractor or a memory's words name it."""
+
+    name: str
+    kind: str = EntityKind.OTHER
+    relation: str = ""
 
 
 def fold(name: str) -> str:

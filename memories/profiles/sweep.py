@@ -3,15 +3,19 @@ periodic task, every PROFILE_REFRESH_INTERVAL_SECONDS).
 
 A change is found by its updated_at (indexed): every save of a memory or an entity moves it,
 so no write path has to remember to ask for a summary, and a save costs nothing more. The
-sweep reads from a little before where the last one started (PROFILE_REFRESH_OVERLAP), so a
-transaction that committed after the last sweep read is seen by this one; a user found twice
-is written once, for profile_write skips a summary that read the same."""
+sweep reads from a little before where the last one started (overlap()), so a transaction
+that committed after the last sweep read is seen by this one; a user found twice is written
+once, for profile_write skips a summary that read the same.
+
+A user whose summary is younger than PROFILE_REFRESH_MIN_SECONDS is left for a later sweep;
+the overlap is longer than that wait, so a later sweep still finds their change."""
 
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.utils import timezone
 
-from memories.models import ConfigEntry, Entity, Memory, Scope, User
+from memories.models import ConfigEntry, Entity, Memory, Profile, Scope, User
 from memories.profiles.writing import profile_write
 
 SWEPT_FROM_KEY = "profiles_swept_from"
@@ -19,6 +23,14 @@ SWEPT_FROM_KEY = "profiles_swept_from"
 # is read by the next.
 PROFILE_REFRESH_OVERLAP = timedelta(minutes=2)
 USERS_PER_READ = 500
+
+
+def overlap() -> timedelta:
+    """How far before the last sweep's start this one reads: PROFILE_REFRESH_OVERLAP, or
+    longer than a user's wait (PROFILE_REFRESH_MIN_SECONDS) and two sweeps, so a change made
+    while the user waited is still found when the wait is over."""
+    waited = settings.PROFILE_REFRESH_MIN_SECONDS + 2 * settings.PROFILE_REFRESH_INTERVAL_SECONDS
+    return max(PROFILE_REFRESH_OVERLAP, timedelta(seconds=waited))
 
 
 def changed_user_ids(since) -> set:
@@ -43,13 +55,21 @@ def profiles_refresh() -> dict:
     entry = ConfigEntry.objects.filter(key=SWEPT_FROM_KEY).first()
     since = None
     if entry is not None:
-        since = datetime.fromisoformat(entry.value) - PROFILE_REFRESH_OVERLAP
+        since = datetime.fromisoformat(entry.value) - overlap()
     user_ids = sorted(changed_user_ids(since))
+    written_after = started - timedelta(seconds=settings.PROFILE_REFRESH_MIN_SECONDS)
     written = 0
     for start in range(0, len(user_ids), USERS_PER_READ):
+        batch = user_ids[start : start + USERS_PER_READ]
+        waiting = set(
+            Profile.objects.filter(user_id__in=batch, made_at__gt=written_after).values_list(
+                "user_id", flat=True
+            )
+        )
         # Users in erasure are left alone: the erasure deletes their profile with them.
         users = User.objects.filter(
-            id__in=user_ids[start : start + USERS_PER_READ], erasure_started_at__isnull=True
+            id__in=[user_id for user_id in batch if user_id not in waiting],
+            erasure_started_at__isnull=True,
         )
         for user in users.order_by("id"):
             written += profile_write(user)

@@ -195,6 +195,32 @@ NOT_POSSESSORS = frozenset(
 # "user" as a model writes of the user: it makes the relation words just after it the user's.
 MODEL_USER_WORDS = frozenset({"user", "users"})
 USER_WORD_REACH = 3
+# A query about a word or a work ("rabbit hole meaning", "what is a half-brother?", "friends tv
+# show cast", "sister act songs") uses relation words as words or titles: they are nobody's
+# relations, however short the query, unless it speaks in the first person.
+ABOUT_WORDS = re.compile(
+    r"\b(?:meaning|meanings|define|definition|definitions|synonyms?|antonyms?|etymology|"
+    r"spell|spelling|pronounce|pronunciation|translate|translation|plural|"
+    r"significado|signification|bedeutung|significato|betekenis|definicion|definicao|"
+    r"what\s+does\s+[\w' -]+\s+mean|what\s+(?:is|are)\s+(?:a|an)|"
+    r"what\s+(?:a|an)\s+[\w-]+(?:\s+[\w-]+)?\s+(?:is|are))\b"
+)
+ABOUT_WORKS = re.compile(
+    r"\b(?:tv|sitcom|episodes?|cast|lyrics|soundtrack|trailer|imdb|netflix|movies?|films?|"
+    r"novel|actors?|actress)\b"
+)
+# "Henry VIII", "Dom Pedro I", "Pope John Paul II", "King Charles": a historical or royal
+# person, not the user's Henry or Pedro.
+_REGNAL = re.compile(
+    r"\b(?P<name>[A-Z][^\W\d_]+)\s+(?P<numeral>(?=[IVX])X{0,3}(?:IX|IV|V?I{0,3}))"
+    r"(?:'s)?(?![\w'])(?P<rest>\s*[?!.,;:]|\s*$)?"
+)
+_TITLED = re.compile(
+    r"\b(?:king|queen|emperor|empress|pope|saint|tsar|czar|sultan|pharaoh|prince|princess|"
+    r"dom|rei|rainha|roi|reine|konig|könig|rey|reina|kaiser|imperador|imperatriz|"
+    r"empereur|imperatrice)\s+(?P<name>[A-Z][^\W\d_]+)",
+    re.IGNORECASE,
+)
 # Written without spaces between words: found inside the query, not as words.
 USER_MARKS_CJK = ("私", "僕", "俺", "うち", "我")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
@@ -208,6 +234,40 @@ def _tokens(text: str) -> list[str]:
 
 def _words(text: str) -> list[str]:
     return [word.removesuffix("'s") for word in _tokens(text)]
+
+
+def first_person(query: str) -> bool:
+    """Whether the query speaks in the first person (USER_WORDS but "user", French "j'",
+    "m'", Japanese 私 …)."""
+    return any(
+        (word in USER_WORDS and word not in MODEL_USER_WORDS) or word.startswith(("j'", "m'"))
+        for word in _words(query)
+    ) or any(mark in query for mark in USER_MARKS_CJK)
+
+
+def about_words_or_works(query: str) -> bool:
+    """Whether the query asks about a word (its meaning, spelling, translation) or a work (a
+    show's cast, a film; not of "the user"), not in the first person: its relation words are
+    nobody's."""
+    if first_person(query):
+        return False
+    folded = fold(query)
+    # "The user asks what a family is": a definition whoever asks; "user wife movies": hers.
+    of_user = any(word in MODEL_USER_WORDS for word in _words(query))
+    return bool(ABOUT_WORDS.search(folded) or (not of_user and ABOUT_WORKS.search(folded)))
+
+
+def historical_names(query: str) -> set[str]:
+    """The folded names the query gives a regnal number or a royal title ("Henry VIII", "Dom
+    Pedro I", "King Charles"): someone of history, not the user's Henry or Pedro. A bare "I"
+    counts only before punctuation or the end ("Tell Sofia I love her" has none)."""
+    names = set()
+    for match in _REGNAL.finditer(query):
+        if match["numeral"] != "I" or match["rest"] is not None:
+            names.add(fold(match["name"]))
+    for match in _TITLED.finditer(query):
+        names.add(fold(match["name"]))
+    return names
 
 
 def _is_relation_word(word: str) -> bool:
@@ -226,14 +286,14 @@ def _possessed(tokens: list[str], i: int) -> bool:
     return False
 
 
-def _anyones(tokens: list[str], i: int, *, about_user: bool) -> bool:
+def _anyones(tokens: list[str], i: int, *, about_user: bool, words_or_works: bool) -> bool:
     """Whether tokens[i] is someone else's or anyone's: a word of possession follows ("the
     wife of Henry VIII"), another's possessive comes before (_possessed), or, in a question
     the classifier does not find about the user (`about_user`), an indefinite article does
     and "user" is not just before it ("how many legs does a dog have?", but "does the user
     have a dog?", "plan a family dinner", "gift ideas for a wife who gardens")."""
     after = tokens[i + 1] if i + 1 < len(tokens) else ""
-    if after in OF_WORDS or _possessed(tokens, i):
+    if after in OF_WORDS or _possessed(tokens, i) or words_or_works:
         return True
     if about_user:
         return False
@@ -259,11 +319,18 @@ def query_about_others(query: str, *, about_user: bool = False) -> str | None:
     relation_at = [
         i for i, token in enumerate(tokens) if _is_relation_word(token.removesuffix("'s"))
     ]
+    words_or_works = about_words_or_works(query)
     if not relation_at or not all(
-        _anyones(tokens, i, about_user=about_user) for i in relation_at
+        _anyones(tokens, i, about_user=about_user, words_or_works=words_or_works)
+        for i in relation_at
     ):
         return None
-    return " ".join(token for i, token in enumerate(tokens) if i not in relation_at)
+    historical = historical_names(query)
+    return " ".join(
+        token
+        for i, token in enumerate(tokens)
+        if i not in relation_at and token.removesuffix("'s") not in historical
+    )
 
 
 def _singulars(word: str) -> tuple[str, ...]:
@@ -290,11 +357,8 @@ def names_the_user(query: str) -> bool:
     (_users_words): "The user asks what a family is in biology" is not about theirs."""
     words = _words(query)
     if len(words) <= TERSE_WORDS and not _CJK.search(query):
-        return True
-    return any(
-        (word in USER_WORDS and word not in MODEL_USER_WORDS) or word.startswith(("j'", "m'"))
-        for word in words
-    ) or any(mark in query for mark in USER_MARKS_CJK)
+        return not about_words_or_works(query)
+    return first_person(query)
 
 
 def _users_words(tokens: list[str], *, whole_query: bool) -> list[str]:
@@ -331,7 +395,8 @@ def matched_entities(
         return {}
     text = f" {' '.join(words)} "
     folded = fold(query)
-    users = about_user or names_the_user(query)
+    users = (about_user and not about_words_or_works(query)) or names_the_user(query)
+    historical = historical_names(query)
     named: set[str] = set()
     groups: set[str] = set()
     for word in _users_words(tokens, whole_query=users):
@@ -348,7 +413,11 @@ def matched_entities(
         relation = fold(relation)
         # "older sister", "best friend": the relation's last word names it too.
         relation_words = {relation, relation.rsplit(" ", 1)[-1]} if relation else set()
-        if any(f" {name} " in text or (_CJK.search(name) and name in folded) for name in names):
+        if any(
+            (f" {name} " in text and name not in historical)
+            or (_CJK.search(name) and name in folded)
+            for name in names
+        ):
             found[entity_id] = 1.0
         elif relation_words & named:
             found[entity_id] = 1.0

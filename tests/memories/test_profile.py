@@ -3,15 +3,24 @@ user's pins, current memories by category and entities by relation, and a summar
 periodic sweep writes in the background (a template without an LLM, the LLM with one); context
 takes "profile": true to put the summary first; the memory_profile tool gives the profile."""
 
+from datetime import datetime, timedelta
+
 import pytest
 
-from memories.models import Profile, SummaryWriter, User
-from memories.profiles.sweep import profiles_refresh
+from memories.models import ConfigEntry, Profile, SummaryWriter, User
+from memories.profiles.sweep import SWEPT_FROM_KEY, profiles_refresh
 from tests.conftest import end_user, make_user, scoped_client
 from tests.memories.helpers import assert_error
 
 URL = "/api/me/profile"
 MAX = 600
+
+
+@pytest.fixture(autouse=True)
+def write_on_every_sweep(settings):
+    """These tests change a user and sweep again at once: no wait between two summaries of
+    one user (test_a_user_written_lately_waits_for_a_later_sweep has the default)."""
+    settings.PROFILE_REFRESH_MIN_SECONDS = 0
 
 
 def save(api, key, value, **fields):
@@ -390,3 +399,23 @@ def test_a_sweep_that_finds_a_user_unchanged_reads_only_the_fingerprint(
     reads = [query["sql"] for query in captured.captured_queries]
     assert any("MAX(" in sql.upper() for sql in reads)
     assert not any('ORDER BY "memories_memory"."importance"' in sql for sql in reads)
+
+
+def test_a_user_written_lately_waits_for_a_later_sweep(api, owner, settings):
+    settings.PROFILE_REFRESH_MIN_SECONDS = 240
+    family(api)
+    assert profiles_refresh()["written"] == 1
+
+    save(api, "city", "Lives in Madrid")
+    assert profiles_refresh()["written"] == 0  # written less than 240 s ago: it waits
+
+    # Four minutes on, the change is still found: the sweep reads back past the wait.
+    profile = Profile.objects.get(user=owner)
+    profile.made_at -= timedelta(seconds=241)
+    profile.save(update_fields=["made_at"])
+    entry = ConfigEntry.objects.get(key=SWEPT_FROM_KEY)
+    entry.value = (datetime.fromisoformat(entry.value) + timedelta(seconds=241)).isoformat()
+    entry.save(update_fields=["value"])
+
+    assert profiles_refresh()["written"] == 1
+    assert "Lives in Madrid." in api.get(URL).json()["summary"]["text"]
