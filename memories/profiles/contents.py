@@ -27,11 +27,14 @@ def own_memories(user_id) -> QuerySet[Memory]:
 
 
 def profile_fingerprint(user_id) -> str:
-    """A name for the state of everything a profile reads: it changes when any memory of the
-    user's scope or any of their entities is saved (each save moves its updated_at), created,
-    deleted or restored, and when a memory stops being current. Two aggregate queries."""
-    memories = own_memories(user_id).aggregate(
-        latest=Max("updated_at"), current=Count("id", filter=CURRENT)
+    """A name for the state of everything a profile reads: it changes when a current memory
+    of the user's scope or one of their entities is saved (each save moves its updated_at),
+    created, deleted or restored, and when a memory stops being current (the count). Two
+    aggregate queries, the first read from the memory_profile_current index alone."""
+    memories = (
+        own_memories(user_id)
+        .filter(CURRENT)
+        .aggregate(latest=Max("updated_at"), current=Count("id"))
     )
     entities = Entity.objects.filter(user_id=user_id).aggregate(
         latest=Max("updated_at"), count=Count("id")
@@ -119,7 +122,9 @@ def profile_contents(
     memories = list(others.order_by(*order)[:listed])
     count = len(memories)
     if count == listed:
-        count = others.count()
+        # All current ones less the pinned, counted in the index (the unpinned ones would be
+        # counted from the rows: pinned is not in it).
+        count = current.count() - len(pinned)
     entities: list[Entity] = list(
         Entity.objects.filter(user=user)
         .annotate(current_memories=Count("memories", filter=CURRENT_LINKED))
