@@ -115,9 +115,17 @@ RELATION_WORDS: dict[str, frozenset[str]] = {
     ),
     **_words_for(
         {"niece", "nephew"},
-        "niece nephew sobrina sobrino sobrinha sobrinho neveu nichte neffe nipote nicht neef "
+        "niece nephew sobrina sobrino sobrinha sobrinho neveu nichte neffe nicht neef "
         "siostrzenica bratanek",
     ),
+    **_words_for({"grandson", "grandchild"}, "grandson nieto petit-fils kleinzoon wnuk"),
+    **_words_for(
+        {"granddaughter", "grandchild"},
+        "granddaughter nieta petite-fille enkelin kleindochter wnuczka",
+    ),
+    **_words_for({"grandson", "granddaughter", "grandchild"}, "grandchild grandkid mjukuu 孫"),
+    # Italian "nipote" is a niece, a nephew or a grandchild.
+    **_words_for({"niece", "nephew", "grandson", "granddaughter", "grandchild"}, "nipote"),
     **_words_for("aunt", "aunt tia tante zia"),
     **_words_for("uncle", "uncle tio oncle onkel zio oom"),
     **_words_for("cousin", "cousin cousine vetter cugino cugina"),
@@ -143,6 +151,11 @@ GROUP_WORDS: dict[str, frozenset[str]] = {
     **_words_for(
         GRANDPARENTS,
         "grandparents abuelos avos grands-parents grosseltern nonni grootouders dziadkowie 祖父母",
+    ),
+    **_words_for(
+        {"grandson", "granddaughter", "grandchild"},
+        "grandchildren grandkids nietos netos petits-enfants enkelkinder kleinkinderen wnuki "
+        "nipoti wajukuu 孫たち",
     ),
     **_words_for(
         PETS,
@@ -192,8 +205,14 @@ POSSESSOR_REACH = 2
 NOT_POSSESSORS = frozenset(
     "it's what's who's that's there's here's he's she's where's how's let's when's why's".split()
 )
-# "user" as a model writes of the user: it makes the relation words just after it the user's.
-MODEL_USER_WORDS = frozenset({"user", "users"})
+# "user" as a model writes of the user, in the languages above: it makes the relation words
+# just after it the user's ("user spouse", "dada wa mtumiaji" reads it after them too: see
+# _users_words).
+MODEL_USER_WORDS = frozenset(
+    "user users usuario usuaria usuarios utilizador utilizadora utilisateur "
+    "utilisatrice nutzer nutzerin benutzer benutzerin utente utenti gebruiker gebruikers "
+    "uzytkownik uzytkownika uzytkowniczka uzytkowniczki mtumiaji watumiaji".split()
+)
 USER_WORD_REACH = 3
 # A query about a word or a work ("rabbit hole meaning", "what is a half-brother?", "friends tv
 # show cast", "sister act songs") uses relation words as words or titles: they are nobody's

@@ -15,6 +15,7 @@ from memories.filters.language import Node
 from memories.models import CarrierIds, Memory
 from memories.recall import scoring
 from memories.recall.access import memory_record_access
+from memories.recall.addressed import to_the_assistant
 from memories.recall.bm25 import KeywordHit
 from memories.recall.calibration import Calibration, calibrate
 from memories.recall.candidates import (
@@ -72,9 +73,7 @@ def memory_recall(
         # The question measured against the references (calibration.py) tells whether it
         # is about the user; the entity evidence counts relation words only when it is.
         calibration = calibrate(vector)
-        about_user = (
-            calibration is not None and calibration.about_user >= weights.about_user_floor
-        )
+        about_user = calibration is not None and calibration.about_user >= weights.about_user_floor
         keyword, entity, similarity_gates = _word_evidence(
             query=query,
             scopes=scopes,
@@ -129,13 +128,24 @@ def _word_evidence(
     weights: scoring.Weights,
     within: Filtered | None = None,
 ) -> tuple[dict[UUID, KeywordHit[UUID]], dict[UUID, float], bool]:
-    """(keyword hits, entity evidence, whether similarity may pass the gate). A question
+    """(keyword hits, entity evidence, whether similarity may pass the gate). Small talk with
+    the assistant ("what's your name?", "tell me a joke", addressed.to_the_assistant) is
+    answered by no memory, however close in meaning, unless its words find one. A question
     about a stranger's relations or anyone's ("Who was Napoleon's brother?", "How many legs
     does a dog have?", entities.query_about_others) is close in meaning to the user's
     memories about brothers and dogs and is no question about them: its other words must
     match, and similarity only ranks. Unless those words find someone the memories know (an
     entity's name, a keyword hit: "What does Sofia's brother do?"): then it is read as any
     other question."""
+    small_talk = to_the_assistant(query)
+    if small_talk is not None:
+        # Small talk with the assistant (addressed.py): similarity only ranks, unless the
+        # words besides the small talk find what a memory holds ("tell me a joke about jazz").
+        keyword = keyword_hits(query=small_talk, scopes=scopes, k=k, within=within)
+        if not any(hit.evidence >= weights.keyword_floor for hit in keyword.values()):
+            return keyword, entity_evidence(query=query, scopes=scopes), False
+        # Read as any other question by those words: "jazz", not "tell me a joke about".
+        query = small_talk
     about_others = query_about_others(query, about_user=about_user)
     if about_others is not None:
         keyword = keyword_hits(query=about_others, scopes=scopes, k=k, within=within)
@@ -152,6 +162,7 @@ def close_to_best(hits: Sequence[RecallHit], share: float) -> list[RecallHit]:
     """The hits whose relevance is at least `share` of the best one's, in order: what the
     hint holds, so that a request served by one or two memories does not get filler lines
     because the budget has room."""
+
     def evidence(hit: RecallHit) -> float:
         return hit.score.relevance + hit.score.entity
 

@@ -7,6 +7,7 @@ The labelled set by phrasing is measured by `python -m bench vague` (docs/benchm
 import pytest
 
 from memories.models import Memory
+from memories.recall.addressed import to_the_assistant
 from tests.memories.helpers import api_with_memories, assert_error, search_keys
 
 SEARCH_URL = "/api/memories/search"
@@ -129,3 +130,54 @@ def test_context_keeps_the_gate_and_holds_no_filler_lines(api):
         "memories": [],
         "profile": None,
     }
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # Phrasings of small talk that the labelled set does not hold.
+        "what's your favourite book?",
+        "who built you?",
+        "are you human?",
+        "do you like pizza?",
+        "how's life?",
+        "hey there!",
+        "raconte-moi une blague",
+        "The user says good morning.",
+    ],
+)
+def test_small_talk_with_the_assistant_is_read_by_its_words(query):
+    assert to_the_assistant(query) is not None
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "do you remember my diet?",
+        "can you recommend a book for me?",
+        "what should I cook tonight?",
+        "hello, can you help me plan my trip?",
+        "are you able to remember things?",
+        "what's my name?",
+    ],
+)
+def test_a_request_that_speaks_of_the_user_is_not_small_talk(query):
+    assert to_the_assistant(query) is None
+
+
+def test_what_small_talk_says_besides_itself_is_kept():
+    assert to_the_assistant("Tell me a joke about penguins!") == "penguins!"
+
+
+@pytest.mark.parametrize(
+    "query", ["what's your favourite season?", "do you like rainy days?", "how's your day?"]
+)
+def test_small_talk_gets_nothing_however_close_to_a_memory(api, query):
+    assert search_keys(api, query) == []
+    hint = api.post(CONTEXT_URL, {"query": query}, format="json")
+    assert hint.status_code == 200, hint.content[:300]
+    assert hint.json()["memories"] == []
+
+
+def test_small_talk_that_names_what_a_memory_holds_finds_it(api):
+    assert search_keys(api, "tell me a joke about jazz")[:1] == ["music"]
