@@ -1,6 +1,7 @@
+from django import forms
 from django.contrib import admin
 
-from extraction.models import ExtractionRun, ExtractionState
+from extraction.models import ExtractionRun, ExtractionSettings, ExtractionState
 
 
 @admin.register(ExtractionRun)
@@ -35,3 +36,37 @@ class ExtractionStateAdmin(admin.ModelAdmin):
         "last_extracted_at",
         "claimed_until",
     ]
+
+
+class ExtractionSettingsForm(forms.ModelForm):
+    """The API's checks on the admin's JSON fields, so both accept the same settings."""
+
+    class Meta:
+        model = ExtractionSettings
+        fields = ["tenant", "project", "instructions", "categories", "keys", "language", "exclude"]
+
+    def clean(self):
+        cleaned = super().clean()
+        from extraction.settings_api import ExtractionSettingsSerializer
+
+        names = ["instructions", "categories", "keys", "language", "exclude"]
+        serializer = ExtractionSettingsSerializer(
+            data={name: cleaned.get(name) for name in names if cleaned.get(name) is not None}
+        )
+        if not serializer.is_valid():
+            for name, errors in serializer.errors.items():
+                self.add_error(name if name in names else None, str(errors))
+        else:
+            cleaned.update(serializer.validated_data)
+        project = cleaned.get("project")
+        tenant = cleaned.get("tenant")
+        if project is not None and tenant is not None and project.owner.tenant_id != tenant.id:
+            self.add_error("project", "This project belongs to another tenant's user.")
+        return cleaned
+
+
+@admin.register(ExtractionSettings)
+class ExtractionSettingsAdmin(admin.ModelAdmin):
+    form = ExtractionSettingsForm
+    list_display = ["tenant", "project", "language", "updated_at"]
+    list_filter = ["tenant"]

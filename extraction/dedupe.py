@@ -15,8 +15,17 @@ class DedupeDecision:
     existing: Memory | None = None
 
 
+# Words that name the person the memories are about: "The user prefers dark mode" says no
+# more than "Prefers dark mode".
+_PERSON_WORDS = frozenset({"user", "users"})
+
+
 def content_words(text: str) -> list[str]:
-    return [word for word in normalise(text).split() if word not in STOP_WORDS]
+    return [
+        word
+        for word in normalise(text).split()
+        if word not in STOP_WORDS and word not in _PERSON_WORDS
+    ]
 
 
 def _is_subsequence(short: list[str], long: list[str]) -> bool:
@@ -24,15 +33,14 @@ def _is_subsequence(short: list[str], long: list[str]) -> bool:
     return all(word in remaining for word in short)
 
 
-def restates(a: str, b: str) -> bool:
-    """One text says the other's content words in the same order ("Prefers dark mode" and
-    "The user prefers dark mode"), unlike a reordering that changes the meaning
-    ("prefers tea over coffee" and "prefers coffee over tea"), which embeddings cannot tell
-    apart."""
-    words_a, words_b = content_words(a), content_words(b)
-    if len(words_a) > len(words_b):
-        words_a, words_b = words_b, words_a
-    return _is_subsequence(words_a, words_b)
+def adds_nothing(new: str, existing: str) -> bool:
+    """The new text says nothing the existing one does not: its content words are the
+    existing one's, in the same order ("The user prefers dark mode" after "Prefers dark
+    mode", or the reverse). A reordering that changes the meaning ("prefers coffee over tea"
+    after "prefers tea over coffee"), which embeddings cannot tell apart, is not; nor is a
+    text that adds to it ("Allergic to peanuts and shellfish" after "Allergic to peanuts"):
+    that is a new value for the fact."""
+    return _is_subsequence(content_words(new), content_words(existing))
 
 
 def classify(
@@ -55,7 +63,7 @@ def classify(
 
     same_key = [m for m in existing if normalise(m.key) == key_norm]
     for memory in same_key:
-        if near(memory) and restates(memory.value, value):
+        if near(memory) and adds_nothing(value, memory.value):
             return DedupeDecision("duplicate", memory)
     if same_key:
         # Same label, another fact: propose the new one as a replacement. Prefer replacing

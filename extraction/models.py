@@ -87,3 +87,48 @@ class ExtractionRun(models.Model):
 
     def result(self) -> dict:
         return {"created": self.created, "merged": self.merged, "skipped": self.skipped}
+
+
+class ExtractionSettings(models.Model):
+    """How extraction works for one tenant's users, or for one project within it
+    (extraction/steering.py): what to remember and never keep, in whose words and under which
+    keys and categories. A project's settings add to its tenant's."""
+
+    tenant = models.ForeignKey(
+        "memories.Tenant", on_delete=models.CASCADE, related_name="extraction_settings"
+    )
+    project = models.ForeignKey(
+        "memories.Project",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="extraction_settings",
+    )
+    instructions = models.TextField(blank=True, default="")
+    # [{"name": ..., "description": ...}]
+    categories = models.JSONField(default=list, blank=True)
+    # [{"key": ..., "description": ...}]
+    keys = models.JSONField(default=list, blank=True)
+    # "": each memory in the language the user wrote; else the language to write them in.
+    language = models.CharField(max_length=40, blank=True, default="")
+    # Named classes of data never kept (steering.EXCLUSIONS).
+    exclude = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "extraction settings"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant"],
+                condition=Q(project__isnull=True),
+                name="extraction_settings_one_per_tenant",
+            ),
+            models.UniqueConstraint(
+                fields=["project"],
+                condition=Q(project__isnull=False),
+                name="extraction_settings_one_per_project",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id} / {self.project_id or 'tenant'}"

@@ -45,6 +45,8 @@ class Candidate:
     evidence: tuple[int, ...] = ()
     evidence_dropped: tuple[str, ...] = ()
     entities: tuple[EntityMention, ...] = ()
+    # The key of the user's current memory the model says this one gives a new value for.
+    replaces: str = ""
 
 
 def find_json_object(text: str) -> dict:
@@ -156,6 +158,10 @@ def parse_candidates(payload: dict, *, message_count: int | None = None) -> list
                 evidence=evidence,
                 evidence_dropped=dropped,
                 entities=_entities(item),
+                # A hint like evidence: anything but a string is no answer to it.
+                replaces=_text(item, "replaces", settings.MEMORY_KEY_MAX_LENGTH, required=False)
+                if isinstance(item.get("replaces"), str)
+                else "",
             )
         )
     return candidates

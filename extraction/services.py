@@ -9,6 +9,7 @@ if the cursor is still where the run started. A duplicated or retried task there
 nothing twice.
 """
 
+import dataclasses
 import functools
 import logging
 import uuid
@@ -21,7 +22,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from extraction import llm, policy, runs
+from extraction import keys, llm, policy, runs, steering
 from extraction.dedupe import classify
 from extraction.models import ExtractionRun, ExtractionState, RunStatus, SourceKind
 from extraction.parsing import Candidate, parse_candidates
@@ -154,10 +155,16 @@ def _extract(source: ExtractionSource, *, run: ExtractionRun, automatic: bool) -
     # messages by their number in `shown`, which provenance turns back into message ids.
     shown = shown_messages(messages)
     extractor = "llm" if llm.is_configured() else "rules"
+    steered = steering.steering_for(
+        tenant_id=source.user.tenant_id,
+        project_id=source.project.id if source.project is not None else None,
+    )
+    current = _current_memories(source)
     try:
         if extractor == "llm":
+            block = steering.prompt_block(steered, [(m.key, m.value) for m in current])
             candidates, attempts = llm.complete_json(
-                build_messages(shown),
+                build_messages(shown, settings_block=block),
                 parse=functools.partial(parse_candidates, message_count=len(shown)),
             )
         else:
@@ -165,7 +172,10 @@ def _extract(source: ExtractionSource, *, run: ExtractionRun, automatic: bool) -
             candidates = extract_by_rules_cited(
                 [(n, m.content) for n, m in enumerate(shown, 1) if m.role == MessageRole.USER]
             )
+        candidates, excluded = _kept(candidates, steered, source)
         vectors = _embed(candidates)
+        candidates = _placed(candidates, vectors, steered.categories)
+        candidates = keys.with_current_keys(candidates, vectors, current)
     except llm.ExtractionFailed as exc:
         _release(state, run.id)
         logger.warning("extraction of %s %s failed: %s", source.kind, source.id, exc.reason)
@@ -191,6 +201,7 @@ def _extract(source: ExtractionSource, *, run: ExtractionRun, automatic: bool) -
                     reason="another extraction of this source finished first",
                 )
             saved = _save_candidates(source, candidates, vectors, shown)
+            saved["skipped"] += excluded
             locked.last_message_id = read["to_message_id"]
             locked.last_extracted_at = timezone.now()
             locked.claim_token = None
@@ -242,6 +253,71 @@ def _release(state: ExtractionState, run_id: uuid.UUID) -> None:
     ExtractionState.objects.filter(id=state.id, claim_token=run_id).update(
         claim_token=None, claimed_until=None
     )
+
+
+def _current_memories(source: ExtractionSource) -> list[Memory]:
+    """The user's current memories of the scopes this source writes to most (the user's own,
+    and the project's when it has one), most important first: their keys are the ones a
+    proposal reuses (steering.CURRENT_KEYS_MAX of them)."""
+    placements = [CarrierIds.of(**source.carriers("user"))]
+    if source.project is not None:
+        placements.append(CarrierIds.of(**source.carriers("project")))
+    condition = Q()
+    for placement in placements:
+        condition |= placement.condition
+    return list(
+        Memory.objects.filter(
+            condition, status=Status.ACTIVE, valid_until__isnull=True, deleted_at__isnull=True
+        ).order_by("-importance", "-updated_at", "id")[: steering.CURRENT_KEYS_MAX]
+    )
+
+
+def _kept(
+    candidates: list[Candidate], steered: steering.Steering, source: ExtractionSource
+) -> tuple[list[Candidate], int]:
+    """The candidates of no excluded class (steering.excluded), and how many were not."""
+    kept = []
+    for candidate in candidates:
+        found = steering.excluded(
+            key=candidate.key,
+            value=candidate.value,
+            category=candidate.category,
+            exclude=steered.exclude,
+        )
+        if found is None:
+            kept.append(candidate)
+        else:
+            logger.info(
+                "extraction of %s %s: a proposed memory of an excluded class (%s) left out",
+                source.kind,
+                source.id,
+                found,
+            )
+    return kept, len(candidates) - len(kept)
+
+
+def _placed(
+    candidates: list[Candidate],
+    vectors: Sequence[list[float] | None],
+    categories: Sequence[tuple[str, str]],
+) -> list[Candidate]:
+    """With categories set, each candidate in one of them: the one it names (case and
+    accents aside), else the nearest to its text by vector (the first without an embedder)."""
+    if not categories:
+        return candidates
+    embedder = get_embedder()
+    texts = [f"{name}: {description}" for name, description in categories]
+    category_vectors = embedder.embed(texts) if embedder is not None else None
+    placed = []
+    for candidate, vector in zip(candidates, vectors, strict=True):
+        name = steering.category_named(candidate.category, categories)
+        if name is None:
+            name = categories[0][0]
+            if vector is not None and category_vectors is not None:
+                scores = [keys.cosine(vector, other) for other in category_vectors]
+                name = categories[scores.index(max(scores))][0]
+        placed.append(dataclasses.replace(candidate, category=name))
+    return placed
 
 
 def _embed(candidates: list[Candidate]) -> Sequence[list[float] | None]:
