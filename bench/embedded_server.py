@@ -212,8 +212,8 @@ def start_target(
         "HOST": "127.0.0.1",
         "PORT": str(port),
         "PYTHONUNBUFFERED": "1",
-        # A model call would be made by an extraction only, which nothing here asks for.
-        "LLM_BASE_URL": "http://127.0.0.1:9/v1",
+        # No LLM_* (base_environment leaves them out): the rule extractor, should anything
+        # extract, and no model call (LLM_BASE_URL alone would stop start-up).
     }
     details: dict = {}
     if target in ("embedded", "runserver"):

@@ -4,7 +4,7 @@ in a serving process on its embedded worker (config.embedded_worker)."""
 import os
 
 from celery import Celery
-from celery.signals import setup_logging
+from celery.signals import setup_logging, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -19,3 +19,13 @@ app.autodiscover_tasks()
 def keep_django_logging(**kwargs) -> None:
     """A worker logs as the web processes do (settings.LOGGING, LOG_FORMAT and LOG_LEVEL):
     with a receiver here Celery leaves logging alone instead of installing its own handler."""
+
+
+@worker_ready.connect
+def say_which_extractor_runs(**kwargs) -> None:
+    """A worker, once ready, names the extractor its tasks use, as each serving process does
+    (config/serving.py); beat and management commands, which extract nothing at start, do not."""
+    # Here, not above: this module loads with the config package, before Django is set up.
+    from extraction.llm import extractor_log
+
+    extractor_log()

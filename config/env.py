@@ -118,6 +118,26 @@ class Env(environ.Env):
             var, default, parse, "IP networks or addresses such as 10.0.0.0/8,127.0.0.1"
         )
 
+    def http_url(self, var: str, default=NOTSET, *, example: str) -> str:
+        """An http:// or https:// URL with a host, such as a provider's base URL."""
+        raw = self._raw(var)
+        if raw is None:
+            if default is NOTSET:
+                raise ConfigurationError(
+                    f"{var} is not set: expected an http(s) URL such as {example}"
+                )
+            return default
+        try:
+            parts = urlsplit(raw)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:  # a malformed IPv6 host: http://[::1
+            valid = False
+        if valid:
+            return raw
+        # A URL may carry a user and password before an @: then it is not echoed.
+        shown = f"={raw!r}" if "@" not in raw else " (not shown: it holds an @)"
+        raise ConfigurationError(f"{var}{shown}: expected an http(s) URL such as {example}")
+
     def db_url(self, var: str = "DATABASE_URL", default=NOTSET, engine=None) -> dict:
         # The URL may hold a password: name the scheme, never echo the value.
         url = self._raw(var) or default

@@ -1,7 +1,8 @@
 """What a serving process does before it answers (config/wsgi.py, gunicorn's hooks, the MCP
 server): the local model's ONNX file exported if this checkout has none yet, then the model
-loaded and measured, each with a log line. The first start of a checkout exports (~10 s);
-after this the first request is as fast as the rest and /readyz says ready."""
+loaded and measured, each with a log line, and a line naming the extractor that runs. The
+first start of a checkout exports (~10 s); after this the first request is as fast as the rest
+and /readyz says ready."""
 
 import logging
 import time
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from extraction.llm import extractor_log
 from memories.embeddings.embedders import export_local_model, local_model_exporter
 from memories.recall.calibration import embedder_warm_up
 
@@ -38,8 +40,11 @@ def prepare_model() -> None:
 
 
 def prepare_serving_process() -> None:
-    """Export the model if missing, then load it and embed one text. Raises what loading
-    the model raises."""
+    """Say which extractor runs, export the model if missing, then load it and embed one
+    text. Raises what loading the model raises."""
+    # Once per process that serves: each gunicorn worker (config/wsgi.py), runserver's, the
+    # MCP server's; Celery workers say it too (config/celery.py), management commands do not.
+    extractor_log()
     prepare_model()
     if settings.EMBEDDER != "local":
         return

@@ -8,10 +8,48 @@ from config.settings_embeddings import EMBEDDER, EMBEDDING_LOCAL_MODEL
 from config.settings_env import env
 
 # --- Utility model (extraction) ---------------------------------------------------------------
-LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
-LLM_API_KEY = env.str("LLM_API_KEY", default="")
-LLM_MODEL = env.str("LLM_MODEL", default="")
+# Any OpenAI-compatible chat-completions endpoint (docs/extraction.md, Setting up the model).
+# With LLM_BASE_URL and LLM_MODEL the LLM extracts and writes profile summaries; with neither,
+# the rule extractor and the template do. LLM_API_KEY may stay empty for a local server.
+LLM_BASE_URL = env.http_url(
+    "LLM_BASE_URL", default="", example="https://api.openai.com/v1 or http://localhost:11434/v1"
+)
+LLM_API_KEY = env.str("LLM_API_KEY", default="").strip()
+LLM_MODEL = env.str("LLM_MODEL", default="").strip()
 LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=60.0)
+
+
+def _names(names: list[str]) -> str:
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+# Half a configuration used to mean the rule extractor, silently: whoever set a key and a
+# model without the address believed the LLM was extracting.
+_llm_set = [
+    name
+    for name, value in (
+        ("LLM_BASE_URL", LLM_BASE_URL),
+        ("LLM_MODEL", LLM_MODEL),
+        ("LLM_API_KEY", LLM_API_KEY),
+    )
+    if value
+]
+_llm_missing = [
+    name for name, value in (("LLM_BASE_URL", LLM_BASE_URL), ("LLM_MODEL", LLM_MODEL)) if not value
+]
+if _llm_set and _llm_missing:
+    _how = {
+        "LLM_BASE_URL": "set LLM_BASE_URL to the provider's OpenAI-compatible address "
+        "(https://api.openai.com/v1 for OpenAI, http://localhost:11434/v1 for Ollama)",
+        "LLM_MODEL": "set LLM_MODEL to the name of the provider's chat model "
+        "(gpt-4o-mini for OpenAI, llama3.1 for Ollama)",
+    }
+    raise ConfigurationError(
+        f"{_names(_llm_set)} {'is' if len(_llm_set) == 1 else 'are'} set but "
+        f"{_names(_llm_missing)} {'is' if len(_llm_missing) == 1 else 'are'} not: "
+        f"{' and '.join(_how[name] for name in _llm_missing)}, or unset {_names(_llm_set)} "
+        "to use the rule extractor"
+    )
 
 # --- Extraction (docs/extraction.md) --------------------------------------------------------------
 # Conversation trigger policy for the automatic path (scanner, posted messages):

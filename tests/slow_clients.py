@@ -29,11 +29,12 @@ STARTUP_SECONDS = 180
 
 def production_environment(*, database_url: str, redis_url: str, port: int, tmp: Path) -> dict:
     """What `scripts/serve --production` reads, with this run's database, Redis database,
-    port and metrics directory; the rest of the environment (FRONT too) passes through."""
+    port and metrics directory, and no LLM (no model call is made here); the rest of the
+    environment (FRONT too) passes through."""
     inherited = {
         name: value
         for name, value in os.environ.items()
-        if not name.startswith(("CELERY_", "DATABASE_", "PROMETHEUS_", "METRICS_"))
+        if not name.startswith(("CELERY_", "DATABASE_", "PROMETHEUS_", "METRICS_", "LLM_"))
         and name not in ("DJANGO_SETTINGS_MODULE", "DEBUG", "SECRET_KEY", "CACHE_URL")
         and name not in ("HOST", "PORT", "TRUSTED_PROXY_COUNT")
     }
@@ -50,7 +51,6 @@ def production_environment(*, database_url: str, redis_url: str, port: int, tmp:
         "WEB_CONCURRENCY": "2",
         "WORKER_CONCURRENCY": "1",
         "EMBEDDER": "local",
-        "LLM_BASE_URL": "http://127.0.0.1:9/v1",  # no model call is made here
         "PROMETHEUS_MULTIPROC_DIR": str(tmp / "metrics"),
         "LOG_FORMAT": "json",
         "PYTHONUNBUFFERED": "1",

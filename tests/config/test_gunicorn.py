@@ -130,6 +130,29 @@ def test_a_worker_has_loaded_the_model_before_it_answers(server, token):
     assert len(ready) == 1
 
 
+def test_a_worker_says_once_which_extractor_runs_and_not_its_key(transactional_db, tmp_path):
+    # Nothing listens at the address: saying which model runs must not call it.
+    server = Gunicorn(
+        tmp_path / "gunicorn.log",
+        LLM_BASE_URL="http://127.0.0.1:9/v1",
+        LLM_MODEL="gpt-4o-mini",
+        LLM_API_KEY="sk-test-secret-never-logged",
+    )
+    try:
+        client = server.connect()
+        client.request("GET", "/healthz")
+        response = client.getresponse()  # the worker has loaded config/wsgi.py
+        response.read()
+    finally:
+        server.stop()
+
+    log = server.log.read_text()
+    said = [line for line in log.splitlines() if "extraction: the " in line]
+    assert len(said) == 1, log
+    assert "extraction: the LLM gpt-4o-mini at http://127.0.0.1:9/v1" in said[0]
+    assert "sk-test-secret-never-logged" not in log
+
+
 def test_a_get_on_mcp_is_405_at_once_and_leaves_the_one_thread_free(server, token):
     """One worker of one thread: a GET stream on /mcp would hold it, and the next request,
     on another connection, would wait for as long as the stream's client stayed."""

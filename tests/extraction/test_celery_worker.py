@@ -123,6 +123,19 @@ def busy_topic(user, count: int = 6) -> str:
 TWO_FACTS = answer(memory("city", "Lives in Lisbon"), memory("hobby", "Keeps bees"))
 
 
+def test_the_worker_says_once_which_extractor_runs(worker, provider):
+    # Sent as the worker is ready, which may come a moment after it answers pings.
+    said = wait_for(
+        lambda: [line for line in worker.log().splitlines() if "extraction: the " in line],
+        worker=worker,
+        what="the worker's line about the extractor",
+        timeout=15,
+    )
+
+    assert len(said) == 1
+    assert f"extraction: the LLM fake-model at {provider.base_url}" in said[0]
+
+
 def test_a_scan_queues_extraction_and_the_worker_completes_it(worker, provider, hooks_off):
     owner = make_user("owner")
     topic_id = busy_topic(owner)
