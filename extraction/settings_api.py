@@ -125,7 +125,8 @@ class ExtractionSettingsView(APIView):
 
     def _level(self, request) -> tuple[Tenant, Project | None]:
         actor = caller(request)
-        if actor.tenant_id is not None:
+        tenant: Tenant | None
+        if actor.tenant is not None:
             tenant = actor.tenant
         else:
             slug = request.query_params.get("tenant") or DEFAULT_TENANT_SLUG

@@ -81,7 +81,7 @@ def steering_for(*, tenant_id, project_id=None) -> Steering:
 
     rows = {
         row.project_id: row
-        for row in ExtractionSettings.objects.filter(tenant_id=tenant_id, project_id=None)
+        for row in ExtractionSettings.objects.filter(tenant_id=tenant_id, project__isnull=True)
     }
     if project_id is not None:
         rows.update(
