@@ -110,6 +110,10 @@ from config.settings_recall import (  # noqa: F401
     RECALL_WEIGHT_RELEVANCE,
     VECTOR_MIRROR_MB,
 )
+from config.settings_retention import (  # noqa: F401
+    RETENTION_BEAT_SCHEDULE,
+    RETENTION_SWEEP_INTERVAL_SECONDS,
+)
 from config.settings_webhooks import (  # noqa: F401
     CELERY_TASK_ROUTES,
     WEBHOOK_ALLOW_PRIVATE,
@@ -122,7 +126,12 @@ from config.settings_webhooks import (  # noqa: F401
 )
 
 # The periodic work of every section, as Celery beat and the embedded scheduler run it.
-CELERY_BEAT_SCHEDULE = {**CELERY_BEAT_SCHEDULE, **RECALL_BEAT_SCHEDULE, **WEBHOOK_BEAT_SCHEDULE}
+CELERY_BEAT_SCHEDULE = {
+    **CELERY_BEAT_SCHEDULE,
+    **RECALL_BEAT_SCHEDULE,
+    **RETENTION_BEAT_SCHEDULE,
+    **WEBHOOK_BEAT_SCHEDULE,
+}
 
 SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:

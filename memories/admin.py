@@ -5,6 +5,7 @@ from django.contrib.auth.admin import UserAdmin
 from memories import services
 from memories.accounts.keys import api_key_create, api_key_revoke
 from memories.accounts.tenants import default_tenant
+from memories.errors import ServiceError
 from memories.models import (
     ApiKey,
     ApiKeyScope,
@@ -14,12 +15,18 @@ from memories.models import (
     MemoryRevision,
     Persona,
     Project,
+    RetentionRule,
     RevisionAction,
     Status,
     Tenant,
     Topic,
     User,
     WorkSession,
+)
+from memories.retention.rules import (
+    retention_rule_check,
+    retention_rule_delete,
+    retention_rule_save,
 )
 from memories.selectors import memories_administered_by, persona_reach
 
@@ -163,6 +170,9 @@ class MemoryAdmin(admin.ModelAdmin):
         "superseded_by",
         "valid_from",
         "valid_until",
+        "expires_at",
+        "retention_expires_at",
+        "retention_rule",
         "access_count",
         "last_accessed_at",
         "created_at",
@@ -276,6 +286,56 @@ class PersonaAdmin(admin.ModelAdmin):
             only = list(tenants[:2])
             kwargs["initial"] = only[0].id if len(only) == 1 else None
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
+class RetentionRuleForm(forms.ModelForm):
+    class Meta:
+        model = RetentionRule
+        fields = ["tenant", "project", "scope", "category", "days"]
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.errors:
+            rule = RetentionRule(**{**cleaned, "id": self.instance.id})
+            try:
+                retention_rule_check(rule)
+            except ServiceError as error:
+                field = (error.field or "").removesuffix("_id") or None
+                self.add_error(field, error.detail)
+        return cleaned
+
+
+@admin.register(RetentionRule)
+class RetentionRuleAdmin(admin.ModelAdmin):
+    """Saved and deleted through the service, so the tenant's current memories take the
+    rules' time in the same transaction. A tenant-bound staff account sees and makes its own
+    tenant's rules only."""
+
+    form = RetentionRuleForm
+    list_display = ["tenant", "project", "scope", "category", "days", "updated_at"]
+    list_filter = ["tenant", "scope"]
+    list_select_related = ["tenant", "project"]
+
+    def get_queryset(self, request):
+        rules = super().get_queryset(request)
+        if request.user.tenant_id is not None:
+            rules = rules.filter(tenant_id=request.user.tenant_id)
+        return rules
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "tenant" and request.user.tenant_id is not None:
+            kwargs["queryset"] = Tenant.objects.filter(id=request.user.tenant_id)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def save_model(self, request, obj, form, change):
+        retention_rule_save(rule=obj)
+
+    def delete_model(self, request, obj):
+        retention_rule_delete(rule=obj)
+
+    def delete_queryset(self, request, queryset):
+        for rule in queryset:
+            retention_rule_delete(rule=rule)
 
 
 admin.site.register(Project)

@@ -8,8 +8,9 @@ from uuid import UUID
 
 from django.db import connection
 from django.db.models import QuerySet
+from django.utils import timezone
 
-from memories.models import CarrierIds, Memory, Status, normalise
+from memories.models import CarrierIds, Memory, Status, normalise, unexpired
 
 
 class FactGroup(NamedTuple):
@@ -56,8 +57,15 @@ def lock_fact_keys(groups: Iterable[FactGroup]) -> None:
 
 
 def current_in_scope(carriers: CarrierIds) -> QuerySet[Memory]:
-    """The current (active, live) memories of one scope and its carriers."""
-    return Memory.objects.filter(carriers.condition, status=Status.ACTIVE, deleted_at__isnull=True)
+    """The current (active, live, not expired) memories of one scope and its carriers. An
+    expired memory holds its key no longer: a save of the key writes a new memory, and the
+    retention sweep archives the expired one."""
+    return Memory.objects.filter(
+        carriers.condition,
+        unexpired(timezone.now()),
+        status=Status.ACTIVE,
+        deleted_at__isnull=True,
+    )
 
 
 def current_holders(group: FactGroup) -> QuerySet[Memory]:

@@ -55,6 +55,24 @@ class MemorySerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="Ids of the source's messages that say it (empty when none was cited).",
     )
+    expires_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="When it stops being current, as you set it (null: never). From then on "
+        "recall leaves it out, and the retention sweep archives it.",
+    )
+    retention_expires_at = serializers.DateTimeField(
+        read_only=True,
+        allow_null=True,
+        help_text="When your retention rules make it stop being current: valid_from plus the "
+        "days of the shortest rule matching it (null: none does). Written when a rule is "
+        "saved, and by the retention sweep for memories saved since.",
+    )
+    retention_rule_id = serializers.UUIDField(
+        read_only=True,
+        allow_null=True,
+        help_text="The retention rule that gives retention_expires_at.",
+    )
 
     class Meta:
         model = Memory
@@ -84,6 +102,9 @@ class MemorySerializer(serializers.ModelSerializer):
             "superseded_by_id",
             "valid_from",
             "valid_until",
+            "expires_at",
+            "retention_expires_at",
+            "retention_rule_id",
             "access_count",
             "last_accessed_at",
             "created_at",

@@ -33,6 +33,7 @@ from memories.models import (
 )
 from memories.recall.index import index_new_memories
 from memories.recall.vector_store import get_vector_store, partition_of
+from memories.retention.expiry import retention_refresh_written
 from memories.services import (
     memory_archive,
     memory_new,
@@ -90,9 +91,11 @@ def manual_memory(
     persona: Persona | None = None,
     source_channel_id: UUID | None = None,
     valid_from: datetime | None = None,
+    expires_at: datetime | None = None,
 ) -> Memory:
     """An unsaved memory written by hand: active, source manual, about the actor. Raises
-    InvalidInput (session scope), Forbidden (persona scope by non-staff)."""
+    InvalidInput (session scope, a passed expires_at), Forbidden (persona scope by
+    non-staff)."""
     if scope == Scope.SESSION:
         raise InvalidInput(
             "Session memories come only from extraction; use user or project.", field="scope"
@@ -116,6 +119,7 @@ def manual_memory(
         source_channel_id=source_channel_id,
         status=Status.ACTIVE,
         valid_from=valid_from or timezone.now(),
+        expires_at=expires_at,
     )
 
 
@@ -160,6 +164,7 @@ def memory_save_tool(
     replace: bool = True,
     pinned: bool = False,
     metadata: dict | None = None,
+    expires_at: datetime | None = None,
     user: User | None = None,
     persona: Persona | None = None,
     project: Project | None = None,
@@ -183,6 +188,7 @@ def memory_save_tool(
         source=Source.TOOL,
         status=Status.ACTIVE,
         valid_from=timezone.now(),
+        expires_at=expires_at,
     )
     [saved] = _save([_Write(memory, replace)], actor=actor)
     return saved
@@ -256,10 +262,12 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
         )
         held = decision.existing
         if held is not None:  # kind "existing": a current memory says it already
-            # Like importance, a pin only rises on a save: unpinning is an edit.
+            # Like importance, a pin only rises on a save: unpinning is an edit. A save that
+            # says when the fact stops being current says it for the memory holding it.
             changes: dict[str, Any] = {
                 **decision.raised,
                 **({"pinned": True} if memory.pinned else {}),
+                **({"expires_at": memory.expires_at} if memory.expires_at else {}),
             }
             # The save's metadata merges into the held memory's: each top-level key it
             # names is set to what it gives (null included), the others kept.
@@ -297,6 +305,8 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
         )
     pinned_room_check(pinning, leaving=[old.id for old, _ in replaced])
     _write_created(created, actor=actor)
+    # One with an old valid_from may have expired under a retention rule already.
+    retention_refresh_written([memory for memory, _ in created])
     for write, answer in zip(writes, answers, strict=True):
         if write.mentions is None:
             entities_link_read(answer.memory)
@@ -308,7 +318,14 @@ def _apply(writes: list[_Write], *, actor: User | None) -> tuple[list[Saved], se
     )
     for held, before in raised.values():
         held.save(
-            update_fields=["importance", "confidence", "pinned", "metadata", "updated_at"]
+            update_fields=[
+                "importance",
+                "confidence",
+                "pinned",
+                "metadata",
+                "expires_at",
+                "updated_at",
+            ]
         )
         record_revision(
             held, action=RevisionAction.EDIT, actor=actor, before=before, note="saved again"

@@ -7,6 +7,7 @@ from memories.consolidation import consolidation_scan
 from memories.erasure import ERASURE_RESUME_AFTER, erasures_finish
 from memories.profiles.sweep import profiles_refresh
 from memories.recall.vector_store.partition_indexes import partition_indexes_sync
+from memories.retention.sweep import retention_sweep
 
 
 @shared_task(
@@ -64,3 +65,17 @@ def refresh_profiles_task() -> dict:
     last run (Celery beat, every PROFILE_REFRESH_INTERVAL_SECONDS). Idempotent: a summary that
     would read the same is not written again (memories.profiles)."""
     return profiles_refresh()
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True,
+    retry_backoff_max=120,
+    max_retries=5,
+)
+def expire_memories_task() -> dict:
+    """Write the time the retention rules give memories and archive those whose time has come
+    (Celery beat, every RETENTION_SWEEP_INTERVAL_SECONDS). Idempotent: each memory is
+    archived once, under its lock, however many runs find it (memories.retention.sweep)."""
+    return retention_sweep()

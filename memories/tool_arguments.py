@@ -8,7 +8,12 @@ import json
 from django.conf import settings
 from rest_framework import serializers
 
-from memories.api.fields import AsOfField, metadata_or_field_error, min_relevance_field
+from memories.api.fields import (
+    AsOfField,
+    FutureDateTimeField,
+    metadata_or_field_error,
+    min_relevance_field,
+)
 from memories.carriers import SCOPE_ALIASES, scope_named
 from memories.filters.language import filter_parse
 from memories.models import Scope
@@ -222,6 +227,14 @@ class MemorySaveArguments(ToolArguments):
         help_text=(
             "The product's own keys as JSON object text, e.g. {\"app\": \"ios\"}; null for "
             "none."
+        ),
+    )
+    expires_at = FutureDateTimeField(
+        required=False,
+        help_text=(
+            "When the fact stops being true, for a passing one ('in Lisbon this week'): a "
+            "future ISO 8601 date and time, e.g. '2026-05-31T23:59:59Z'; null for a lasting "
+            "fact."
         ),
     )
 

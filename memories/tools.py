@@ -159,6 +159,7 @@ def memory_save_tool(
     replace: bool,
     pinned: bool = False,
     metadata: dict | None = None,
+    expires_at: datetime | None = None,
 ) -> dict:
     """Save a fact as an active memory with source tool, in the user's scope or the call's
     project or persona; one row per fact, as POST /api/memories (saving.py). Raises
@@ -185,6 +186,7 @@ def memory_save_tool(
         replace=replace,
         pinned=pinned,
         metadata=metadata,
+        expires_at=expires_at,
         **carriers,
     )
     return {

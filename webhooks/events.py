@@ -37,7 +37,8 @@ from memories.representations import (
 )
 from webhooks.models import DELIVER_TASK, EventType, WebhookDelivery, WebhookEndpoint
 
-# A memory's revision action, and the event it is.
+# A memory's revision action, and the event it is. An expiry ("expire") is memory.expired,
+# queued by the retention sweep itself with its cause (memory_expired).
 MEMORY_EVENTS: dict[str, str] = {
     RevisionAction.CREATE: EventType.MEMORY_CREATED,
     RevisionAction.IMPORT: EventType.MEMORY_CREATED,
@@ -217,6 +218,18 @@ def memory_superseded(memory: Memory, superseded_ids: Sequence[UUID]) -> int:
     if not superseded_ids:
         return 0
     return memory_event(EventType.MEMORY_SUPERSEDED, memory, superseded_ids=superseded_ids)
+
+
+def memory_expired(memory: Memory, *, expired_by: str) -> int:
+    """memory.expired: the retention sweep archived `memory`, whose time had come;
+    `expired_by` says whose time it was: "expires_at" (the memory's own) or
+    "retention_rule" (the rule its retention_rule_id names)."""
+    return event_emit(
+        EventType.MEMORY_EXPIRED,
+        user_id=memory.user_id,
+        persona_id=memory.persona_id,
+        data=lambda: {**_memory_data(memory, None), "expired_by": expired_by},
+    )
 
 
 def consolidation_proposal_created(proposal: ConsolidationProposal) -> int:

@@ -19,6 +19,7 @@ class EventType(models.TextChoices):
     MEMORY_DELETED = "memory.deleted"
     MEMORY_APPROVED = "memory.approved"
     MEMORY_REJECTED = "memory.rejected"
+    MEMORY_EXPIRED = "memory.expired"
     USER_ERASED = "user.erased"
     EXTRACTION_RUN_FINISHED = "extraction_run.finished"
     PROPOSAL_CREATED = "proposal.created"

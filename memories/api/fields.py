@@ -4,6 +4,7 @@ rest.fields)."""
 
 import datetime
 
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -18,6 +19,7 @@ from memories.models import (
     Topic,
     WorkSession,
 )
+from memories.retention.expiry import EXPIRY_PASSED
 from memories.selectors import personas_of
 from rest.fields import StrictUUIDField
 
@@ -38,6 +40,17 @@ class AsOfField(serializers.DateTimeField):
                 self.fail("invalid")
             return datetime.datetime.combine(day, datetime.time.max, tzinfo=datetime.UTC)
         return super().to_internal_value(value)
+
+
+class FutureDateTimeField(serializers.DateTimeField):
+    """A time still to come: a memory's expires_at (a passed one would expire the memory as
+    it is written)."""
+
+    def to_internal_value(self, value):
+        moment = super().to_internal_value(value)
+        if moment <= timezone.now():
+            raise serializers.ValidationError(EXPIRY_PASSED)
+        return moment
 
 
 def min_relevance_field(help_text: str) -> serializers.FloatField:

@@ -1,14 +1,17 @@
 import django_filters
+from django.utils import timezone
 
 from memories.carriers import SCOPE_ALIASES, scope_named
 from memories.filters.compile import filter_condition
 from memories.filters.language import filter_parse
-from memories.models import Memory, Scope, Source, Status
+from memories.models import Memory, Scope, Source, Status, unexpired
 from memories.recall.keyword import get_keyword_index
 
 
 class MemoryFilter(django_filters.FilterSet):
-    """Query parameters of GET /api/memories. `status` defaults to active."""
+    """Query parameters of GET /api/memories. Without `status`, the current memories: active
+    and not expired (an expired one the retention sweep has not archived yet is left out);
+    with it, the memories of that status."""
 
     status = django_filters.ChoiceFilter(choices=Status.choices, method="filter_status")
     scope = django_filters.ChoiceFilter(
@@ -34,7 +37,7 @@ class MemoryFilter(django_filters.FilterSet):
 
     def filter_queryset(self, queryset):
         if not self.form.cleaned_data.get("status"):
-            queryset = queryset.filter(status=Status.ACTIVE)
+            queryset = queryset.filter(unexpired(timezone.now()), status=Status.ACTIVE)
         return super().filter_queryset(queryset)
 
     def filter_status(self, queryset, name, value):

@@ -133,8 +133,9 @@ class ExportedEntitySerializer(EntityMentionSerializer):
 
 class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
     """One line of an import: a memory object as the export writes it. owner_id, user_id,
-    external_user_id, supersedes_id and the extraction provenance (source_topic_id,
-    source_work_session_id, source_message_ids: conversations are not imported) are accepted
+    external_user_id, supersedes_id, the extraction provenance (source_topic_id,
+    source_work_session_id, source_message_ids: conversations are not imported) and what the
+    exporter's retention rules gave it (retention_expires_at, retention_rule_id) are accepted
     and ignored; other unknown fields are refused, so a typo is not silently dropped."""
 
     tolerated_fields = (
@@ -145,6 +146,9 @@ class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
         "source_topic_id",
         "source_work_session_id",
         "source_message_ids",
+        # The importer's retention rules give these again.
+        "retention_expires_at",
+        "retention_rule_id",
     )
 
     id = optional_uuid()
@@ -173,6 +177,9 @@ class MemoryImportLineSerializer(StrictInputMixin, serializers.Serializer):
     deleted_at = optional_time()
     valid_from = optional_time()
     valid_until = optional_time()
+    # Passed or not, as the export wrote it: an active memory whose time has passed is
+    # left out of recall at once and archived by the next retention sweep.
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
     superseded_by_id = optional_uuid()
     entities = serializers.ListField(
         child=ExportedEntitySerializer(), required=False, max_length=20

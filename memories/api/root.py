@@ -54,6 +54,10 @@ API = {
         "consolidation-proposal-list",
         "Merges of similar memories proposed for review (staff).",
     ),
+    "retention_rules": (
+        "retention-rule-list",
+        "How long memories stay current, by scope and category (staff, review key).",
+    ),
     "webhooks": ("webhook-list", "Signed event deliveries to a product (staff, review key)."),
 }
 

@@ -3,12 +3,14 @@
 from functools import cached_property
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memories.api.fields import (
     FilterField,
     FilterTextField,
+    FutureDateTimeField,
     MetadataField,
     ScopeField,
     as_of_field,
@@ -27,6 +29,7 @@ from memories.models import (
     Status,
 )
 from memories.representations import MemorySerializer, ProfileSummarySerializer
+from memories.retention.expiry import EXPIRY_PASSED
 from rest.fields import (
     PastDateTimeField,
     StrictBooleanField,
@@ -85,6 +88,15 @@ class MemoryCreateSerializer(StrictInputMixin, serializers.Serializer):
         required=False,
         allow_null=True,
         help_text="Since when the fact holds (ISO 8601, not in the future); now when left out.",
+    )
+    expires_at = FutureDateTimeField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "When the fact stops being current (ISO 8601, in the future): recall leaves it out "
+            "from then on, and the retention sweep archives it. Left out or null: it does not "
+            "expire (unless a retention rule says so)."
+        ),
     )
     replace = StrictBooleanField(
         default=True,
@@ -220,6 +232,21 @@ class MemoryUpdateSerializer(StrictInputMixin, serializers.Serializer):
             "metadata, whole."
         ),
     )
+    expires_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text=(
+            "When it stops being current (ISO 8601, in the future; the time it has may be "
+            "sent back unchanged); null: it does not expire."
+        ),
+    )
+
+    def validate_expires_at(self, value):
+        # A GET body sent back (PUT) holds the time it has, passed or not.
+        if value is not None and value <= timezone.now():
+            if value != self.context["memory"].expires_at:
+                raise serializers.ValidationError(EXPIRY_PASSED)
+        return value
 
     def validate(self, attrs):
         memory = self.context["memory"]
@@ -285,7 +312,8 @@ class RejectedCountSerializer(serializers.Serializer):
 class RevisionSnapshotSerializer(serializers.Serializer):
     """A memory's fields as a revision keeps them (services.revisions.snapshot). Revisions
     written before a memory had supersession and validity lack those four fields, and those
-    written before pins lack `pinned`, before metadata `metadata`."""
+    written before pins lack `pinned`, before metadata `metadata`, before retention
+    `expires_at`, `retention_expires_at` and `retention_rule_id`."""
 
     key = serializers.CharField()
     value = serializers.CharField()
@@ -300,6 +328,9 @@ class RevisionSnapshotSerializer(serializers.Serializer):
     superseded_by_id = serializers.UUIDField(allow_null=True, required=False)
     valid_from = serializers.DateTimeField(allow_null=True, required=False)
     valid_until = serializers.DateTimeField(allow_null=True, required=False)
+    expires_at = serializers.DateTimeField(allow_null=True, required=False)
+    retention_expires_at = serializers.DateTimeField(allow_null=True, required=False)
+    retention_rule_id = serializers.UUIDField(allow_null=True, required=False)
 
 
 @extend_schema_field(RevisionSnapshotSerializer)

@@ -1,7 +1,15 @@
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from memories.api import carrier_views, consolidation, entities, portability, users, views
+from memories.api import (
+    carrier_views,
+    consolidation,
+    entities,
+    portability,
+    retention,
+    users,
+    views,
+)
 
 # Paths have no trailing slash: clients use them exactly as docs/api.md lists them.
 router = SimpleRouter(trailing_slash=False)
@@ -18,6 +26,7 @@ router.register("projects", carrier_views.ProjectViewSet, basename="project")
 router.register("personas", carrier_views.PersonaViewSet, basename="persona")
 router.register("users", users.UserViewSet, basename="user")
 router.register("entities", entities.EntityViewSet, basename="entity")
+router.register("retention-rules", retention.RetentionRuleViewSet, basename="retention-rule")
 
 urlpatterns = [
     path("auth/token", views.TokenView.as_view(), name="auth-token"),

@@ -8,7 +8,8 @@ Memory` (and Django, which finds the app's models here) need not know where each
 - keyword_index: the keyword index's tables
 - proposals: consolidation proposals
 - entities: the people, pets, places and organisations memories are about
-- profiles: the summary of who a user is"""
+- profiles: the summary of who a user is
+- retention: how long a tenant keeps its memories"""
 
 from memories.models.accounts import (
     DEFAULT_TENANT_SLUG,
@@ -47,6 +48,7 @@ from memories.models.memory import (
     Status,
     normalise,
     scope_carriers_condition,
+    unexpired,
 )
 from memories.models.profiles import Profile, SummaryWriter
 from memories.models.proposals import (
@@ -54,6 +56,7 @@ from memories.models.proposals import (
     ProposalKind,
     ProposalStatus,
 )
+from memories.models.retention import RetentionRule
 
 __all__ = [
     "Profile",
@@ -80,6 +83,7 @@ __all__ = [
     "SCOPE_CARRIERS",
     "CarrierIds",
     "scope_carriers_condition",
+    "unexpired",
     "normalise",
     "NormalisedKeyField",
     "Memory",
@@ -92,4 +96,5 @@ __all__ = [
     "ProposalKind",
     "ProposalStatus",
     "ConsolidationProposal",
+    "RetentionRule",
 ]

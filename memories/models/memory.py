@@ -94,6 +94,15 @@ def scope_carriers_condition() -> Q:
     )
 
 
+def unexpired(moment) -> Q:
+    """Memories that have not expired at `moment`: neither their own expires_at nor their
+    retention rule's time has come. Recall, the default list and the keys' current holders
+    read an expired memory as gone before the sweep archives it."""
+    return (Q(expires_at__isnull=True) | Q(expires_at__gt=moment)) & (
+        Q(retention_expires_at__isnull=True) | Q(retention_expires_at__gt=moment)
+    )
+
+
 _NOT_WORD = re.compile(r"[^\w\s]|_")
 
 
@@ -138,6 +147,31 @@ class Memory(models.Model):
     pinned = models.BooleanField(default=False)
     # The product's own keys (memories/filters/metadata.py): filtered on, never ranked on.
     metadata = models.JSONField(default=dict, blank=True)
+    # When it stops being current, as the product set it (null: never). Recall leaves it out
+    # from then on; the retention sweep archives it (memories.retention).
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # When the tenant's retention rules make it stop being current (valid_from + the days of
+    # the shortest rule matching it; null: no rule does), and that rule. Computed, never
+    # written by hand (memories.retention.expiry): by a rule's save for the tenant's current
+    # memories, by a write that may have expired its memory already (an old valid_from, a
+    # new category), and by the sweep for the rest written since; a memory current for less
+    # than a day may lack it until then, as no rule (days >= 1) could have expired it yet.
+    # Kept apart from expires_at so that neither overwrites the other, and the revision of
+    # an expiry can say which came first.
+    retention_expires_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # No constraint and no index: nothing looks memories up by rule (a rule's change
+    # recomputes its tenant's memories), and an archived memory keeps naming the rule that
+    # expired it after the rule is deleted.
+    retention_rule = models.ForeignKey(
+        "memories.RetentionRule",
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        related_name="+",
+        db_constraint=False,
+        db_index=False,
+        editable=False,
+    )
     # The memory a replacement takes the place of (an extracted proposal names it before it
     # is approved), and on the replaced one, the memory that took its place.
     supersedes = models.ForeignKey(
@@ -187,6 +221,17 @@ class Memory(models.Model):
             # The few pinned memories, read on every context call: an index of them alone.
             models.Index(
                 fields=["user", "persona"], condition=Q(pinned=True), name="memory_pinned"
+            ),
+            # Only the memories that expire, for the retention sweep (memories.retention).
+            models.Index(
+                fields=["expires_at"],
+                condition=Q(expires_at__isnull=False),
+                name="memory_expires_at",
+            ),
+            models.Index(
+                fields=["retention_expires_at"],
+                condition=Q(retention_expires_at__isnull=False),
+                name="memory_retention_expires_at",
             ),
             # What changed since the last profile sweep (memories.profiles.sweep).
             models.Index(fields=["updated_at"], name="memory_updated_at"),
@@ -281,6 +326,7 @@ class RevisionAction(models.TextChoices):
     DELETE = "delete"
     RESTORE = "restore"
     IMPORT = "import"
+    EXPIRE = "expire"
 
 
 class MemoryRevision(models.Model):

@@ -25,6 +25,7 @@ CONTENT_FIELDS = (
     "status",
     "pinned",
     "metadata",
+    "expires_at",
 )
 
 
@@ -70,6 +71,7 @@ class ImportLine:
     deleted_at: datetime | None = None
     valid_from: datetime | None = None
     valid_until: datetime | None = None
+    expires_at: datetime | None = None
     superseded_by_id: UUID | None = None
     # The entities the memory is about ({name, kind, relation, aliases}), linked on import.
     entities: tuple[dict, ...] = field(default=(), compare=False)

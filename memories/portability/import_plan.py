@@ -5,6 +5,7 @@ or leave a memory as it is, and which current memories a created line supersedes
 import hashlib
 import json
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from uuid import UUID, uuid4
 
 from memories.carriers import owned_carriers
@@ -33,17 +34,22 @@ from memories.services import (
 # --- Classification ----------------------------------------------------------------------------
 
 
-def _digest(*parts) -> bytes:
+def _plain(part):
     # str() turns a Scope or Status member into its plain value, as read from the database.
-    # A dict (metadata) as its canonical JSON: the same keys in any order digest alike.
-    plain = [
-        str(part)
-        if isinstance(part, str | UUID)
-        else json.dumps(part, sort_keys=True)
-        if isinstance(part, dict)
-        else part
-        for part in parts
-    ]
+    # A dict (metadata) as its canonical JSON: the same keys in any order digest alike. A
+    # time (expires_at) as UTC text: the line's and the database's name UTC by other tzinfo
+    # objects, whose reprs differ.
+    if isinstance(part, str | UUID):
+        return str(part)
+    if isinstance(part, dict):
+        return json.dumps(part, sort_keys=True)
+    if isinstance(part, datetime):
+        return part.astimezone(UTC).isoformat()
+    return part
+
+
+def _digest(*parts) -> bytes:
+    plain = [_plain(part) for part in parts]
     return hashlib.blake2b(repr(plain).encode(), digest_size=16).digest()
 
 

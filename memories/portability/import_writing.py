@@ -31,6 +31,7 @@ from memories.portability.import_plan import (
     superseded_holders,
 )
 from memories.recall.index import index_memory, index_new_memories, index_status, unindex_memories
+from memories.retention.expiry import retention_refresh_written
 from memories.selectors import changeable_by
 from memories.services import (
     memory_archive,
@@ -73,12 +74,15 @@ def write_chunk(
                 if any(memory.id not in chunk_ids for memory in found.get(content, [])):
                     raise ChunkChanged
         created = {}
+        updated = []
         for plan in plans:
             vector = vectors.get(plan.line.number)
             if plan.action == "create":
                 created[plan.memory_id] = _create(plan, actor=actor)
             else:
-                _update(plan, vector=vector, actor=actor, has_embedder=has_embedder)
+                memory = _update(plan, vector=vector, actor=actor, has_embedder=has_embedder)
+                if memory is not None:
+                    updated.append(memory)
         # The created memories' keyword and vector rows in a few statements, as a batch
         # create writes them: one memory at a time took ~3 ms of the transaction on SQLite
         # (~0.75 ms a memory in all now), and on SQLite the transaction holds the only write
@@ -93,6 +97,8 @@ def write_chunk(
                 [created[plan.memory_id] for plan in fresh],
                 vectors=[vectors[plan.line.number] for plan in fresh] if has_embedder else None,
             )
+        # An old memory (an export's) may have expired under a retention rule already.
+        retention_refresh_written([*created.values(), *updated])
         if any(plan.line.pinned for plan in plans):
             pinned_limit_check(actor)
         for plan in plans:
@@ -163,6 +169,7 @@ def _create(plan: Plan, *, actor: User) -> Memory:
         key_normalised=normalise(line.key),
         valid_from=line.valid_from or line.created_at or now,
         valid_until=line.valid_until,
+        expires_at=line.expires_at,
         superseded_by_id=line.superseded_by_id,
     )
     # raw, as loaddata saves: auto_now(_add) would replace the line's created_at and
@@ -173,7 +180,10 @@ def _create(plan: Plan, *, actor: User) -> Memory:
     return memory
 
 
-def _update(plan: Plan, *, vector: list[float] | None, actor: User, has_embedder: bool) -> None:
+def _update(
+    plan: Plan, *, vector: list[float] | None, actor: User, has_embedder: bool
+) -> Memory | None:
+    """Bring the memory to the line's content; the memory when it changed."""
     line = plan.line
     # Locked: an edit, delete or restore of this memory waits for the chunk's transaction.
     memory = (
@@ -187,7 +197,7 @@ def _update(plan: Plan, *, vector: list[float] | None, actor: User, has_embedder
     if is_live and (text_changed or not was_live) and vector is None and has_embedder:
         raise ChunkChanged  # edited since classified: the vector was not computed
     if not changed and was_live == is_live:
-        return
+        return None
     before = snapshot(memory)
     for name in changed:
         setattr(memory, name, getattr(line, name))
@@ -206,8 +216,9 @@ def _update(plan: Plan, *, vector: list[float] | None, actor: User, has_embedder
     if not is_live:
         if was_live:
             unindex_memories([memory.id])
-        return
+        return memory
     if text_changed or not was_live:
         index_memory(memory, vector=vector)
     if was_live and "status" in changed:
         index_status([memory.id], memory.status)
+    return memory

@@ -17,10 +17,11 @@ from uuid import UUID
 from django.conf import settings
 from django.db import connection
 from django.db.models import Q
+from django.utils import timezone
 
 from memories.filters.compile import filter_condition
 from memories.filters.language import Node
-from memories.models import CarrierIds, Memory, Status
+from memories.models import CarrierIds, Memory, Status, unexpired
 from memories.recall.bm25 import KeywordHit
 from memories.recall.keyword import get_keyword_index
 from memories.recall.scopes import scopes_condition, scopes_sql
@@ -69,7 +70,7 @@ def filtered(
     """The filter with the ids it matches in these scopes, when there are few enough to
     search among them alone (_step_by_step)."""
     limit = settings.RECALL_FILTER_EXACT_MAX
-    current = Q(status=Status.ACTIVE) if as_of is None else valid_at(as_of)
+    current = current_now() if as_of is None else valid_at(as_of)
     ids = list(
         Memory.objects.filter(current, scopes_condition(scopes), deleted_at__isnull=True)
         .filter(filter_condition(memory_filter))
@@ -144,11 +145,18 @@ def find_candidates(
     return candidates
 
 
+def current_now() -> Q:
+    """Memories current now: active and not expired (an expired one the retention sweep has
+    not archived yet is gone already). A condition on the rows recall reads anyway: it costs
+    no query of its own."""
+    return Q(status=Status.ACTIVE) & unexpired(timezone.now())
+
+
 def valid_at(moment: datetime) -> Q:
-    """Memories that were current at `moment`: active ones from their valid_from, and
-    archived ones that were current (valid_until set) until after it."""
+    """Memories that were current at `moment`: active ones from their valid_from until they
+    expire, and archived ones that were current (valid_until set) until after it."""
     return Q(valid_from__lte=moment) & (
-        Q(status=Status.ACTIVE, valid_until__isnull=True)
+        (Q(status=Status.ACTIVE, valid_until__isnull=True) & unexpired(moment))
         | Q(status=Status.ARCHIVED, valid_until__gt=moment)
     )
 
@@ -187,7 +195,7 @@ def _step_by_step(
         ids &= listed
     if not ids:
         return [], []
-    current = Q(status=Status.ACTIVE) if as_of is None else valid_at(as_of)
+    current = current_now() if as_of is None else valid_at(as_of)
     memories = Memory.objects.filter(
         current, scopes_condition(scopes), id__in=ids, deleted_at__isnull=True
     )
@@ -228,8 +236,20 @@ def _in_one_statement(*, vector, scopes, k, keyword) -> tuple[list, list]:
         f"FROM wanted JOIN {Memory._meta.db_table} m ON m.id = wanted.id "
         "LEFT JOIN nearest ON nearest.memory_id = m.id "
         f"WHERE ({in_scopes}) AND m.status = %s AND m.deleted_at IS NULL"
+        # Not expired (current_now): the sweep may not have archived it yet.
+        " AND (m.expires_at IS NULL OR m.expires_at > %s)"
+        " AND (m.retention_expires_at IS NULL OR m.retention_expires_at > %s)"
     )
-    params = [*nearest_params, list(keyword), *distance_params, *scope_params, Status.ACTIVE]
+    now = timezone.now()
+    params = [
+        *nearest_params,
+        list(keyword),
+        *distance_params,
+        *scope_params,
+        Status.ACTIVE,
+        now,
+        now,
+    ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         fetched = cursor.fetchall()

@@ -38,9 +38,9 @@ from django.utils import timezone
 
 from memories.filters.compile import filter_condition
 from memories.filters.language import Node
-from memories.models import Memory, Profile, Status
+from memories.models import Memory, Profile
 from memories.recall.access import memory_record_access
-from memories.recall.candidates import valid_at
+from memories.recall.candidates import current_now, valid_at
 from memories.recall.query import query_for_recall
 from memories.recall.recall import RecallHit
 from memories.recall.scopes import scopes_condition
@@ -205,13 +205,12 @@ def pinned_hits(
     *, scopes, as_of: datetime | None = None, memory_filter: Node | None = None
 ) -> list[RecallHit]:
     """The pinned memories of these scopes that are current (with as_of: were current
-    then) and match the filter, the most important and latest first."""
+    then) and match the filter, the most important and latest first. An expired one is not
+    current, pinned or not."""
     ids = _pinned_ids(scopes)
     if not ids:
         return []
-    current = (
-        Q(status=Status.ACTIVE, valid_until__isnull=True) if as_of is None else valid_at(as_of)
-    )
+    current = Q(valid_until__isnull=True) & current_now() if as_of is None else valid_at(as_of)
     memories = Memory.objects.filter(
         scopes_condition(scopes), current, id__in=ids, pinned=True, deleted_at__isnull=True
     ).order_by("-importance", "-updated_at", "id")

@@ -20,6 +20,7 @@ from memories.recall.index import (
     index_status,
 )
 from memories.recall.vector_store import partition_of
+from memories.retention.expiry import retention_refresh_written
 from memories.services.revisions import EDITABLE_FIELDS, clamp_unit, record_revision, snapshot
 from webhooks.events import memory_superseded
 
@@ -211,6 +212,9 @@ def memory_merge(
         for name in changed:
             setattr(target, name, changes[name])
         target.save(update_fields=[*changed, "updated_at"])
+        if "category" in changed:
+            # A retention rule of the new category may have expired it already.
+            retention_refresh_written([target])
         merged = ", ".join(str(other.id) for other in others)
         record_revision(
             target,

@@ -12,7 +12,16 @@ from memories.models import (
 )
 from webhooks.events import memory_revision_event
 
-EDITABLE_FIELDS = ("key", "value", "category", "importance", "confidence", "pinned", "metadata")
+EDITABLE_FIELDS = (
+    "key",
+    "value",
+    "category",
+    "importance",
+    "confidence",
+    "pinned",
+    "metadata",
+    "expires_at",
+)
 SNAPSHOT_FIELDS = (
     *EDITABLE_FIELDS,
     "status",
@@ -21,6 +30,8 @@ SNAPSHOT_FIELDS = (
     "superseded_by_id",
     "valid_from",
     "valid_until",
+    "retention_expires_at",
+    "retention_rule_id",
 )
 
 

@@ -30,6 +30,7 @@ from memories.recall.index import (
     index_memory,
     unindex_memories,
 )
+from memories.retention.expiry import EXPIRY_PASSED, retention_refresh_written
 from memories.selectors import changeable_by
 from memories.services.pins import pinned_room_check
 from memories.services.review import memory_archive, memory_review
@@ -110,6 +111,13 @@ def memory_create(
     return memory
 
 
+def expiry_check(expires_at: datetime | None, *, field: str = "expires_at") -> None:
+    """Raises InvalidInput naming `field` when a memory would be given an expires_at that
+    has passed: it would expire as it is written."""
+    if expires_at is not None and expires_at <= timezone.now():
+        raise InvalidInput(EXPIRY_PASSED, field=field)
+
+
 def memory_new(
     *,
     scope: str,
@@ -121,8 +129,10 @@ def memory_new(
     confidence: float,
     **fields,
 ) -> Memory:
-    """An unsaved memory whose carriers fit its scope, its numbers clamped."""
+    """An unsaved memory whose carriers fit its scope, its numbers clamped. Raises
+    InvalidInput (carriers, a passed expires_at)."""
     _check_carriers(scope=scope, user=user, persona=persona, project=project, topic=topic)
+    expiry_check(fields.get("expires_at"))
     return Memory(
         scope=scope,
         user=user,
@@ -151,9 +161,10 @@ def memory_update(
     approve: bool = False,
     merge_metadata: bool = False,
 ) -> Memory:
-    """Edit key, value, category, importance, confidence, pinned or metadata; re-embeds when
-    the text changes. With merge_metadata, changes["metadata"] is a JSON merge patch applied
-    to the metadata the row holds under its lock (PATCH), else the new metadata (PUT).
+    """Edit key, value, category, importance, confidence, pinned, metadata or expires_at (a
+    new one in the future; null: it does not expire); re-embeds when the text changes. With
+    merge_metadata, changes["metadata"] is a JSON merge patch applied to the metadata the row
+    holds under its lock (PATCH), else the new metadata (PUT).
     With approve=True the edit and the approval of a pending memory happen in one
     transaction (review: edit before approving). Raises InvalidInput, EmbedderUnavailable,
     Conflict (deleted meanwhile, or no longer pending when approving). A current memory moved
@@ -184,10 +195,15 @@ def memory_update(
         before = snapshot(locked)
         group_before = fact_group(locked)
         changed = [name for name, value in changes.items() if getattr(locked, name) != value]
+        if "expires_at" in changed:
+            expiry_check(changes["expires_at"])
         if changed:
             for name in changed:
                 setattr(locked, name, changes[name])
             locked.save(update_fields=[*changed, "updated_at"])
+            if "category" in changed:
+                # A retention rule of the new category may have expired it already.
+                retention_refresh_written([locked])
             record_revision(locked, action=RevisionAction.EDIT, actor=actor, before=before)
             if locked.status == Status.ACTIVE and fact_group(locked) != group_before:
                 _supersede_holders(locked, actor=actor)
@@ -258,8 +274,10 @@ def memory_delete(*, memory: Memory, actor: User | None) -> None:
 
 def memory_restore(*, memory_id: UUID, actor: User) -> Memory:
     """Make a deleted or archived memory of the actor current again: active, re-embedded,
-    re-indexed, valid from now. It takes its key back: the current memories holding the key
-    in its scope are superseded by it (as a new write of the key would). Raises NotFound
+    re-indexed, valid from now (so its retention rules' time starts again, and an expires_at
+    that has passed is cleared: it would expire it again at once). It takes its key back: the
+    current memories holding the key in its scope are superseded by it (as a new write of the
+    key would). Raises NotFound
     (not the actor's, or neither deleted nor archived), EmbedderUnavailable."""
     restorable = Memory.objects.filter(changeable_by(actor)).filter(
         Q(deleted_at__isnull=False) | Q(status=Status.ARCHIVED)
@@ -279,6 +297,10 @@ def memory_restore(*, memory_id: UUID, actor: User) -> Memory:
         locked.deleted_at = None
         locked.status = Status.ACTIVE
         locked.valid_from, locked.valid_until, locked.superseded_by = timezone.now(), None, None
+        if locked.expires_at is not None and locked.expires_at <= locked.valid_from:
+            locked.expires_at = None
+        # Of the old valid_from: the sweep writes the time from the new one.
+        locked.retention_expires_at, locked.retention_rule = None, None
         locked.save(
             update_fields=[
                 "deleted_at",
@@ -286,6 +308,9 @@ def memory_restore(*, memory_id: UUID, actor: User) -> Memory:
                 "valid_from",
                 "valid_until",
                 "superseded_by",
+                "expires_at",
+                "retention_expires_at",
+                "retention_rule",
                 "updated_at",
             ]
         )

@@ -162,9 +162,12 @@ def test_the_schemas_accept_what_the_endpoints_accept_and_refuse_the_rest(api):
         "replace": None,
         "pinned": None,
         "metadata": None,
+        "expires_at": None,
     }
 
     assert save.is_valid({**full, "scope": "project"})
+    assert save.is_valid({**full, "scope": None, "expires_at": "2099-01-31T23:59:00Z"})
+    assert not save.is_valid({**full, "scope": None, "expires_at": 20990131})
     assert save.is_valid({**full, "scope": None, "metadata": '{"app": "ios"}'})
     assert save.is_valid({**full, "scope": None, "pinned": True})
     assert not save.is_valid({**full, "scope": None, "pinned": "yes"})

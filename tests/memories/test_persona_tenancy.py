@@ -494,6 +494,8 @@ UNRELATED = {
     "webhook-deliveries": "a tenant's own endpoints",
     "webhook-delivery-replay": "a tenant's own endpoints",
     "webhook-rotate-secret": "a tenant's own endpoints",
+    "retention-rule-list": "a tenant's own rules; they return no memory",
+    "retention-rule-detail": "a tenant's own rules; they return no memory",
     "review:dashboard": "counts and extraction runs; no persona and no memory text",
     "entity-list": "the caller's own entities; entities are of end users, never of a persona",
     "entity-detail": "the caller's own entities",
@@ -535,6 +537,7 @@ UNRELATED = {
             "extraction_extractionstate",
             "webhooks_webhookendpoint",
             "webhooks_webhookdelivery",
+            "memories_retentionrule",
             # Proposals are read-only in the admin, and decided through the walked routes.
             "memories_consolidationproposal",
             # Topics name a persona, but are each user's own: acme's topic is walked over

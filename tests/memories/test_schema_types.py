@@ -53,6 +53,9 @@ def test_revision_before_and_after_are_snapshots_before_nullable():
         "superseded_by_id",
         "valid_from",
         "valid_until",
+        "expires_at",
+        "retention_expires_at",
+        "retention_rule_id",
     }
     assert snapshot["properties"]["importance"]["type"] == "number"
 

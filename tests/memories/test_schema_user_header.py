@@ -14,6 +14,7 @@ WITHOUT_USER_HEADER = (
     "/api/personas",
     "/api/auth/token",
     "/api/webhooks",
+    "/api/retention-rules",
 )
 # Paths outside that set which must carry it; a schema that lost a family fails here.
 USER_PATHS = (
