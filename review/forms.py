@@ -1,11 +1,16 @@
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django import forms
 from django.conf import settings
+from django.utils import timezone
 
 from memories.models import EntityKind, Persona, ProposalKind, Scope, Source, User
+from memories.retention.expiry import EXPIRY_PASSED
 from memories.selectors import administered_by, personas_of
+
+# What an <input type="datetime-local"> holds and sends (minutes: browsers leave seconds out).
+EXPIRES_AT_FORMAT = "%Y-%m-%dT%H:%M"
 
 # The queue's age filter: (value, label, newer than, older than).
 AGES = [
@@ -72,6 +77,28 @@ class MemoryEditForm(forms.Form):
     # Out-of-range values are clamped into 0..1 by the service, as everywhere.
     importance = forms.FloatField()
     pinned = forms.BooleanField(required=False, label="Pinned (in every context hint)")
+    expires_at = forms.DateTimeField(
+        required=False,
+        label="Expires at (UTC)",
+        help_text="Empty: it does not expire.",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format=EXPIRES_AT_FORMAT),
+    )
+
+    def __init__(self, *args, current_expires_at: datetime | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.current_expires_at = current_expires_at
+
+    def clean_expires_at(self) -> datetime | None:
+        value = self.cleaned_data["expires_at"]
+        current = self.current_expires_at
+        # The input holds minutes: the time the memory has, passed or not, comes back as it
+        # was shown and is kept to the microsecond.
+        if value is not None and current is not None:
+            if value == current.replace(second=0, microsecond=0):
+                return current
+        if value is not None and value <= timezone.now():
+            raise forms.ValidationError(EXPIRY_PASSED)
+        return value
 
 
 class ProposalFilterForm(forms.Form):

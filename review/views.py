@@ -172,7 +172,7 @@ def edit(request, memory_id):
     if memory is None:
         raise Http404("No such memory.")
     if request.method == "POST":
-        form = MemoryEditForm(request.POST)
+        form = MemoryEditForm(request.POST, current_expires_at=memory.expires_at)
         if form.is_valid() and memory.status == Status.PENDING_REVIEW:
             approve = bool(request.POST.get("approve"))
             try:
@@ -195,7 +195,9 @@ def edit(request, memory_id):
                 "category": memory.category,
                 "importance": memory.importance,
                 "pinned": memory.pinned,
-            }
+                "expires_at": memory.expires_at,
+            },
+            current_expires_at=memory.expires_at,
         )
     similar = selectors.similar_memories([memory]).get(memory.id, [])
     return render(

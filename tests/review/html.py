@@ -84,7 +84,9 @@ class Element:
                     continue
                 if kind in {"checkbox", "radio"} and "checked" not in element.attrs:
                     continue
-                data.setdefault(name, []).append(element.attrs.get("value", "on"))
+                # Without a value a checked box sends "on", any other input "".
+                default = "on" if kind in {"checkbox", "radio"} else ""
+                data.setdefault(name, []).append(element.attrs.get("value", default))
             elif element.tag == "textarea":
                 data.setdefault(name, []).append("".join(map(str, element.children)).lstrip("\n"))
             elif element.tag == "select":

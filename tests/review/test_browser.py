@@ -4,6 +4,7 @@ and the dashboard at 1400 px and 420 px wide go to tests/artifacts/ (queue-1400p
 queue-420px.png are kept in the repository)."""
 
 import re
+from datetime import UTC, datetime
 from uuid import uuid4
 
 import pytest
@@ -310,6 +311,24 @@ def test_staff_pin_a_candidate_while_approving_it_in_the_browser(browser_page, l
         "/api/memories/context", {"query": "What is 7 times 8?"}, format="json"
     )
     assert "Prefers short answers" in response.json()["hint"]
+
+
+def test_staff_give_a_candidate_an_expiry_in_the_browser(browser_page, live_server, owner):
+    trip = make_pending(owner, key="trip", value="In Lisbon this week", category="travel")
+    page = browser_page
+    log_in(page, live_server, next_path=f"/review/memories/{trip.id}/edit")
+
+    expires = page.get_by_label("Expires at (UTC)")
+    assert expires.get_attribute("type") == "datetime-local" and expires.input_value() == ""
+    expires.fill("2099-05-31T23:59")
+    page.get_by_role("button", name="Save and approve").click()
+    page.wait_for_url(re.compile(r"/review/queue$"))
+
+    stored = Memory.objects.get(id=trip.id)
+    assert stored.status == Status.ACTIVE
+    assert stored.expires_at == datetime(2099, 5, 31, 23, 59, tzinfo=UTC)
+    shown = client_for(owner).get(f"/api/memories/{trip.id}").json()
+    assert shown["expires_at"] == "2099-05-31T23:59:00Z"
 
 
 def test_staff_rename_and_merge_a_users_entities_in_the_browser(browser_page, live_server, owner):

@@ -1,7 +1,7 @@
 """The staff review pages through the Django test client: real URLs, then the status,
 the HTML and the database rows."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 from uuid import uuid4
 
@@ -658,6 +658,41 @@ def test_an_invalid_edit_shows_the_form_again_and_changes_nothing(staff_client, 
 
     assert page.find(cls="errorlist")
     assert state(city) == before
+
+
+def test_an_edit_sets_an_expires_at_and_refuses_a_passed_one(staff_client, city):
+    passed = page_of(
+        staff_client.post(edit_url(city), {**EDIT, "save": "1", "expires_at": "2001-01-01T00:00"})
+    )
+    assert passed.find("ul", cls="errorlist").attrs.get("id") == "id_expires_at_error"
+    assert Memory.objects.get(id=city.id).expires_at is None
+
+    response = staff_client.post(
+        edit_url(city), {**EDIT, "save": "1", "next": QUEUE, "expires_at": "2099-05-31T23:59"}
+    )
+
+    assert redirected_to(response) == QUEUE
+    stored = Memory.objects.get(id=city.id)
+    assert stored.expires_at == datetime(2099, 5, 31, 23, 59, tzinfo=UTC)
+    form = page_of(staff_client.get(edit_url(city))).find("form", cls="edit-form").form_data()
+    assert form["expires_at"] == "2099-05-31T23:59"
+
+
+def test_an_edit_keeps_an_expires_at_that_has_passed_when_it_comes_back_unchanged(
+    staff_client, city
+):
+    passed = datetime(2001, 1, 1, 12, 30, 45, 123456, tzinfo=UTC)
+    Memory.objects.filter(id=city.id).update(expires_at=passed)
+    form = page_of(staff_client.get(edit_url(city))).find("form", cls="edit-form").form_data()
+    assert form["expires_at"] == "2001-01-01T12:30"
+
+    response = staff_client.post(
+        edit_url(city), {**form, "value": "Lives in Rome", "save": "1", "next": QUEUE}
+    )
+
+    assert redirected_to(response) == QUEUE
+    stored = Memory.objects.get(id=city.id)
+    assert (stored.value, stored.expires_at) == ("Lives in Rome", passed)
 
 
 def test_editing_a_memory_that_is_no_longer_pending_changes_nothing(staff_client, staff, city):
