@@ -251,6 +251,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/extraction-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The extraction settings of the caller's tenant, or of one of its projects. */
+        get: operations["extraction_settings_retrieve"];
+        /** @description The extraction settings of the caller's tenant, or of one of its projects. */
+        put: operations["extraction_settings_update"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me": {
         parameters: {
             query?: never;
@@ -617,6 +635,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/retention-rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The retention rules of the caller's tenant (docs/operations.md, Retention). */
+        get: operations["retention_rules_list"];
+        put?: never;
+        /** @description The retention rules of the caller's tenant (docs/operations.md, Retention). */
+        post: operations["retention_rules_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/retention-rules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The retention rules of the caller's tenant (docs/operations.md, Retention). */
+        get: operations["retention_rules_retrieve"];
+        put?: never;
+        post?: never;
+        /** @description The retention rules of the caller's tenant (docs/operations.md, Retention). */
+        delete: operations["retention_rules_destroy"];
+        options?: never;
+        head?: never;
+        /** @description The retention rules of the caller's tenant (docs/operations.md, Retention). */
+        patch: operations["retention_rules_partial_update"];
+        trace?: never;
+    };
     "/api/tools": {
         parameters: {
             query?: never;
@@ -955,9 +1010,10 @@ export interface components {
          *     * `delete` - Delete
          *     * `restore` - Restore
          *     * `import` - Import
+         *     * `expire` - Expire
          * @enum {string}
          */
-        ActionEnum: "create" | "edit" | "merge" | "approve" | "reject" | "archive" | "delete" | "restore" | "import";
+        ActionEnum: "create" | "edit" | "merge" | "approve" | "reject" | "archive" | "delete" | "restore" | "import" | "expire";
         ApiLinks: {
             /**
              * Format: uri
@@ -1046,6 +1102,11 @@ export interface components {
             consolidation_proposals: string;
             /**
              * Format: uri
+             * @description How long memories stay current, by scope and category (staff, review key).
+             */
+            retention_rules: string;
+            /**
+             * Format: uri
              * @description Signed event deliveries to a product (staff, review key).
              */
             webhooks: string;
@@ -1053,6 +1114,8 @@ export interface components {
         ApprovedCount: {
             approved: number;
         };
+        /** @enum {unknown} */
+        BlankEnum: "";
         /**
          * @description The pending memories a bulk review decides: listed by id, or those a filter matches
          *     (at most BULK_IDS_MAX of them, the oldest first), or both (the listed ones it matches).
@@ -1064,10 +1127,28 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
+        Category: {
+            name: string;
+            /** @default  */
+            description?: string;
+        };
         CategoryGroup: {
             /** @description '' for the memories without a category. */
             category: string;
             memories: components["schemas"]["Memory"][];
+        };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
+        CategoryRequest: {
+            name: string;
+            /** @default  */
+            description?: string;
         };
         ConsolidationProposal: {
             /** Format: uuid */
@@ -1254,6 +1335,7 @@ export interface components {
          *     * `memory.deleted` - Memory Deleted
          *     * `memory.approved` - Memory Approved
          *     * `memory.rejected` - Memory Rejected
+         *     * `memory.expired` - Memory Expired
          *     * `user.erased` - User Erased
          *     * `extraction_run.finished` - Extraction Run Finished
          *     * `proposal.created` - Proposal Created
@@ -1261,7 +1343,16 @@ export interface components {
          *     * `entity.merged` - Entity Merged
          * @enum {string}
          */
-        EventTypeEnum: "memory.created" | "memory.updated" | "memory.superseded" | "memory.deleted" | "memory.approved" | "memory.rejected" | "user.erased" | "extraction_run.finished" | "proposal.created" | "entity.created" | "entity.merged";
+        EventTypeEnum: "memory.created" | "memory.updated" | "memory.superseded" | "memory.deleted" | "memory.approved" | "memory.rejected" | "memory.expired" | "user.erased" | "extraction_run.finished" | "proposal.created" | "entity.created" | "entity.merged";
+        /**
+         * @description * `bank_accounts` - bank_accounts
+         *     * `government_ids` - government_ids
+         *     * `health` - health
+         *     * `passwords` - passwords
+         *     * `payment_cards` - payment_cards
+         * @enum {string}
+         */
+        ExcludeEnum: "bank_accounts" | "government_ids" | "health" | "passwords" | "payment_cards";
         /** @description An entity a memory is about, as a save names it. */
         ExportedEntityRequest: {
             name: string;
@@ -1316,6 +1407,63 @@ export interface components {
             /** Format: date-time */
             readonly created_at: string;
         };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
+        ExtractionSettingsAnswer: {
+            /**
+             * @description What to remember and what never to keep, in the product's words. The model reads it as data: it cannot change the answer's shape.
+             * @default
+             */
+            instructions?: string;
+            /** @description The categories memories go in; a proposal in another goes in the nearest of these. Empty: the model's own (a project's empty list keeps its tenant's). */
+            categories?: components["schemas"]["Category"][];
+            /** @description The vocabulary of fact keys the model reuses. Empty: the service's defaults (a project's keys join its tenant's). */
+            keys?: components["schemas"]["Key"][];
+            /**
+             * @description "": each memory in the language the user wrote it in; else the language to write every memory in.
+             * @default
+             */
+            language?: string;
+            /** @description Classes of data never kept, asked of the model and checked again on its answer where a pattern can tell. A tenant without settings excludes payment_cards, bank_accounts, government_ids and passwords; a project's join its tenant's. */
+            exclude?: components["schemas"]["ExcludeEnum"][];
+            /** @description The tenant's slug. */
+            tenant: string;
+            /** Format: uuid */
+            project_id: string | null;
+            /**
+             * Format: date-time
+             * @description null: never set.
+             */
+            updated_at: string | null;
+            /** @description The settings in force for this tenant (and project): instructions, categories, keys, language, exclude. */
+            effective: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
+        ExtractionSettingsRequest: {
+            /**
+             * @description What to remember and what never to keep, in the product's words. The model reads it as data: it cannot change the answer's shape.
+             * @default
+             */
+            instructions?: string;
+            /** @description The categories memories go in; a proposal in another goes in the nearest of these. Empty: the model's own (a project's empty list keeps its tenant's). */
+            categories?: components["schemas"]["CategoryRequest"][];
+            /** @description The vocabulary of fact keys the model reuses. Empty: the service's defaults (a project's keys join its tenant's). */
+            keys?: components["schemas"]["KeyRequest"][];
+            /**
+             * @description "": each memory in the language the user wrote it in; else the language to write every memory in.
+             * @default
+             */
+            language?: string;
+            /** @description Classes of data never kept, asked of the model and checked again on its answer where a pattern can tell. A tenant without settings excludes payment_cards, bank_accounts, government_ids and passwords; a project's join its tenant's. */
+            exclude?: components["schemas"]["ExcludeEnum"][];
+        };
         /** @description The memory_forget tool's answer: the id of the memory it deleted. */
         Forgotten: {
             /** Format: uuid */
@@ -1328,6 +1476,24 @@ export interface components {
             /** @description Current memories archived because a line gave their key another value. */
             superseded: number;
             errors: components["schemas"]["LineError"][];
+        };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
+        Key: {
+            key: string;
+            /** @default  */
+            description?: string;
+        };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
+        KeyRequest: {
+            key: string;
+            /** @default  */
+            description?: string;
         };
         LineError: {
             /** @description Line number in the body, counted from 1. */
@@ -1399,6 +1565,21 @@ export interface components {
             readonly valid_from: string;
             /** Format: date-time */
             readonly valid_until: string | null;
+            /**
+             * Format: date-time
+             * @description When it stops being current, as you set it (null: never). From then on recall leaves it out, and the retention sweep archives it.
+             */
+            readonly expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description When your retention rules make it stop being current: valid_from plus the days of the shortest rule matching it (null: none does). Written when a rule is saved, and by the retention sweep for memories saved since.
+             */
+            readonly retention_expires_at: string | null;
+            /**
+             * Format: uuid
+             * @description The retention rule that gives retention_expires_at.
+             */
+            readonly retention_rule_id: string | null;
             readonly access_count: number;
             /** Format: date-time */
             readonly last_accessed_at: string | null;
@@ -1464,6 +1645,11 @@ export interface components {
              */
             valid_from?: string | null;
             /**
+             * Format: date-time
+             * @description When the fact stops being current (ISO 8601, in the future): recall leaves it out from then on, and the retention sweep archives it. Left out or null: it does not expire (unless a retention rule says so).
+             */
+            expires_at?: string | null;
+            /**
              * @description A key names one fact: saving the key of a current memory with another value replaces it (the old one is archived, listed in superseded_ids). false keeps both, for a key that deliberately holds several facts.
              * @default true
              */
@@ -1524,6 +1710,21 @@ export interface components {
             readonly valid_from: string;
             /** Format: date-time */
             readonly valid_until: string | null;
+            /**
+             * Format: date-time
+             * @description When it stops being current, as you set it (null: never). From then on recall leaves it out, and the retention sweep archives it.
+             */
+            readonly expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description When your retention rules make it stop being current: valid_from plus the days of the shortest rule matching it (null: none does). Written when a rule is saved, and by the retention sweep for memories saved since.
+             */
+            readonly retention_expires_at: string | null;
+            /**
+             * Format: uuid
+             * @description The retention rule that gives retention_expires_at.
+             */
+            readonly retention_rule_id: string | null;
             readonly access_count: number;
             /** Format: date-time */
             readonly last_accessed_at: string | null;
@@ -1537,8 +1738,9 @@ export interface components {
         };
         /**
          * @description One line of an import: a memory object as the export writes it. owner_id, user_id,
-         *     external_user_id, supersedes_id and the extraction provenance (source_topic_id,
-         *     source_work_session_id, source_message_ids: conversations are not imported) are accepted
+         *     external_user_id, supersedes_id, the extraction provenance (source_topic_id,
+         *     source_work_session_id, source_message_ids: conversations are not imported) and what the
+         *     exporter's retention rules gave it (retention_expires_at, retention_rule_id) are accepted
          *     and ignored; other unknown fields are refused, so a typo is not silently dropped.
          */
         MemoryImportLineRequest: {
@@ -1591,6 +1793,8 @@ export interface components {
             valid_from?: string | null;
             /** Format: date-time */
             valid_until?: string | null;
+            /** Format: date-time */
+            expires_at?: string | null;
             /** Format: uuid */
             superseded_by_id?: string | null;
             entities?: components["schemas"]["ExportedEntityRequest"][];
@@ -1621,6 +1825,11 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: date-time
+             * @description When it stops being current (ISO 8601, in the future; the time it has may be sent back unchanged); null: it does not expire.
+             */
+            expires_at?: string | null;
         };
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
@@ -1733,6 +1942,14 @@ export interface components {
             /** Format: uri */
             previous: string | null;
         };
+        PaginatedRetentionRuleList: {
+            data: components["schemas"]["RetentionRule"][];
+            count: number;
+            /** Format: uri */
+            next: string | null;
+            /** Format: uri */
+            previous: string | null;
+        };
         PaginatedRevisionList: {
             data: components["schemas"]["Revision"][];
             count: number;
@@ -1818,6 +2035,11 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: date-time
+             * @description When it stops being current (ISO 8601, in the future; the time it has may be sent back unchanged); null: it does not expire.
+             */
+            expires_at?: string | null;
         };
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
@@ -1833,10 +2055,40 @@ export interface components {
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
          *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
          */
+        PatchedRetentionRuleInputRequest: {
+            /**
+             * Format: uuid
+             * @description Only the memories of this project (of a user of your tenant): its project memories and the session memories of its conversations. Null: the whole tenant's.
+             */
+            project_id?: string | null;
+            /**
+             * @description Only memories of this scope; '' (the default): any scope.
+             *
+             *     * `` -
+             *     * `user` - user
+             *     * `persona` - persona
+             *     * `persona_user` - persona_user
+             *     * `project` - project
+             *     * `session` - session
+             * @default
+             */
+            scope?: components["schemas"]["RetentionRuleInputScopeEnum"] | components["schemas"]["BlankEnum"];
+            /**
+             * @description Only memories of exactly this category; '' (the default): any category.
+             * @default
+             */
+            category?: string;
+            /** @description How long a memory it matches stays current, from its valid_from: 1 to 36500 days. */
+            days?: number;
+        };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
         PatchedWebhookEndpointInputRequest: {
             /** @description http:// or https:// URL. */
             url?: string;
-            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, memory.expired, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
             events?: string[];
             /** @default  */
             description?: string;
@@ -1983,6 +2235,21 @@ export interface components {
             readonly valid_from: string;
             /** Format: date-time */
             readonly valid_until: string | null;
+            /**
+             * Format: date-time
+             * @description When it stops being current, as you set it (null: never). From then on recall leaves it out, and the retention sweep archives it.
+             */
+            readonly expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description When your retention rules make it stop being current: valid_from plus the days of the shortest rule matching it (null: none does). Written when a rule is saved, and by the retention sweep for memories saved since.
+             */
+            readonly retention_expires_at: string | null;
+            /**
+             * Format: uuid
+             * @description The retention rule that gives retention_expires_at.
+             */
+            readonly retention_rule_id: string | null;
             readonly access_count: number;
             /** Format: date-time */
             readonly last_accessed_at: string | null;
@@ -2006,6 +2273,73 @@ export interface components {
             relation: string;
             entities: components["schemas"]["Entity"][];
         };
+        RetentionRule: {
+            /** Format: uuid */
+            readonly id: string;
+            /**
+             * Format: uuid
+             * @description Only this project's memories; null: all.
+             */
+            readonly project_id: string | null;
+            /**
+             * @description Blank: any scope.
+             *
+             *     * `user` - User
+             *     * `persona` - Persona
+             *     * `persona_user` - Persona User
+             *     * `project` - Project
+             *     * `session` - Session
+             */
+            readonly scope: components["schemas"]["ScopeEnum"];
+            /** @description The memories of exactly this category; blank: any category. */
+            readonly category: string;
+            /** @description How many days a memory stays current. */
+            readonly days: number;
+            /** Format: date-time */
+            readonly created_at: string;
+            /** Format: date-time */
+            readonly updated_at: string;
+        };
+        /**
+         * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
+         *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
+         */
+        RetentionRuleInputRequest: {
+            /**
+             * Format: uuid
+             * @description Only the memories of this project (of a user of your tenant): its project memories and the session memories of its conversations. Null: the whole tenant's.
+             */
+            project_id?: string | null;
+            /**
+             * @description Only memories of this scope; '' (the default): any scope.
+             *
+             *     * `` -
+             *     * `user` - user
+             *     * `persona` - persona
+             *     * `persona_user` - persona_user
+             *     * `project` - project
+             *     * `session` - session
+             * @default
+             */
+            scope?: components["schemas"]["RetentionRuleInputScopeEnum"] | components["schemas"]["BlankEnum"];
+            /**
+             * @description Only memories of exactly this category; '' (the default): any category.
+             * @default
+             */
+            category?: string;
+            /** @description How long a memory it matches stays current, from its valid_from: 1 to 36500 days. */
+            days: number;
+        };
+        /**
+         * @description * `` -
+         *     * `user` - user
+         *     * `persona` - persona
+         *     * `persona_user` - persona_user
+         *     * `project` - project
+         *     * `session` - session
+         * @enum {string}
+         */
+        RetentionRuleInputScopeEnum: "user" | "persona" | "persona_user" | "project" | "session";
         Revision: {
             readonly id: number;
             /** Format: uuid */
@@ -2024,7 +2358,8 @@ export interface components {
         /**
          * @description A memory's fields as a revision keeps them (services.revisions.snapshot). Revisions
          *     written before a memory had supersession and validity lack those four fields, and those
-         *     written before pins lack `pinned`, before metadata `metadata`.
+         *     written before pins lack `pinned`, before metadata `metadata`, before retention
+         *     `expires_at`, `retention_expires_at` and `retention_rule_id`.
          */
         RevisionSnapshot: {
             key: string;
@@ -2048,6 +2383,12 @@ export interface components {
             valid_from?: string | null;
             /** Format: date-time */
             valid_until?: string | null;
+            /** Format: date-time */
+            expires_at?: string | null;
+            /** Format: date-time */
+            retention_expires_at?: string | null;
+            /** Format: uuid */
+            retention_rule_id?: string | null;
         };
         /**
          * @description * `user` - User
@@ -2136,6 +2477,21 @@ export interface components {
             readonly valid_from: string;
             /** Format: date-time */
             readonly valid_until: string | null;
+            /**
+             * Format: date-time
+             * @description When it stops being current, as you set it (null: never). From then on recall leaves it out, and the retention sweep archives it.
+             */
+            readonly expires_at: string | null;
+            /**
+             * Format: date-time
+             * @description When your retention rules make it stop being current: valid_from plus the days of the shortest rule matching it (null: none does). Written when a rule is saved, and by the retention sweep for memories saved since.
+             */
+            readonly retention_expires_at: string | null;
+            /**
+             * Format: uuid
+             * @description The retention rule that gives retention_expires_at.
+             */
+            readonly retention_rule_id: string | null;
             readonly access_count: number;
             /** Format: date-time */
             readonly last_accessed_at: string | null;
@@ -2369,7 +2725,7 @@ export interface components {
             /** @description http:// or https:// URL. */
             readonly url: string;
             readonly description: string;
-            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, memory.expired, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
             events: string[];
             readonly is_active: boolean;
             /** Format: date-time */
@@ -2384,7 +2740,7 @@ export interface components {
         WebhookEndpointInputRequest: {
             /** @description http:// or https:// URL. */
             url: string;
-            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, memory.expired, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
             events: string[];
             /** @default  */
             description?: string;
@@ -2397,7 +2753,7 @@ export interface components {
             /** @description http:// or https:// URL. */
             readonly url: string;
             readonly description: string;
-            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
+            /** @description Event names: memory.created, memory.updated, memory.superseded, memory.deleted, memory.approved, memory.rejected, memory.expired, user.erased, extraction_run.finished, proposal.created, entity.created, entity.merged. */
             events: string[];
             readonly is_active: boolean;
             /** Format: date-time */
@@ -3512,6 +3868,130 @@ export interface operations {
             };
             /** @description No object with this id that the caller may see, or a page past the last one. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    extraction_settings_retrieve: {
+        parameters: {
+            query?: {
+                /** @description A project of the tenant. */
+                project_id?: string;
+                /** @description Staff logins without a tenant: its slug. */
+                tenant?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExtractionSettingsAnswer"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    extraction_settings_update: {
+        parameters: {
+            query?: {
+                /** @description A project of the tenant. */
+                project_id?: string;
+                /** @description Staff logins without a tenant: its slug. */
+                tenant?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ExtractionSettingsRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExtractionSettingsAnswer"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the service accepts. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not of the media type this operation reads. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5550,6 +6030,326 @@ export interface operations {
             };
         };
     };
+    retention_rules_list: {
+        parameters: {
+            query?: {
+                /** @description A page number within the paginated result set. */
+                page?: number;
+                /** @description Number of results to return per page. */
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaginatedRetentionRuleList"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    retention_rules_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RetentionRuleInputRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionRule"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the service accepts. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not of the media type this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    retention_rules_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionRule"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    retention_rules_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    retention_rules_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedRetentionRuleInputRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RetentionRule"];
+                };
+            };
+            /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No credentials, or wrong ones. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The request body is larger than the service accepts. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is not of the media type this operation reads. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     tools_list: {
         parameters: {
             query?: never;
@@ -5640,6 +6440,8 @@ export interface operations {
                     pinned?: boolean | null;
                     /** @description The product's own keys as JSON object text, e.g. {"app": "ios"}; null for none. */
                     metadata?: string | null;
+                    /** @description When the fact stops being true, for a passing one ('in Lisbon this week'): a future ISO 8601 date and time, e.g. '2026-05-31T23:59:59Z'; null for a lasting fact. */
+                    expires_at?: string | null;
                 } | {
                     /** @description What to look for, in natural language. At most 1000 characters. */
                     query: string;

@@ -49,6 +49,9 @@ class Memory(TypedDict):
     superseded_by_id: str | None
     valid_from: str
     valid_until: str | None
+    expires_at: str | None  # when it stops being current, as saved (null: never)
+    retention_expires_at: str | None  # when the tenant's retention rules make it stop
+    retention_rule_id: str | None
     access_count: int
     last_accessed_at: str | None
     created_at: str
