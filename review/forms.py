@@ -132,3 +132,78 @@ class EntityMergeForm(forms.Form):
     """Merge the entity `other` into the one of the page's form."""
 
     other = forms.UUIDField()
+
+
+def _lines(text: str, name: str) -> list[dict]:
+    """ "name: description" lines as the API's [{name, description}] (blank lines skipped)."""
+    items = []
+    for line in text.splitlines():
+        if line.strip():
+            head, _, description = line.partition(":")
+            items.append({name: head.strip(), "description": description.strip()})
+    return items
+
+
+class ExtractionSettingsForm(forms.Form):
+    """The extraction settings of a tenant or project as a page edits them; checked by the
+    API's serializer (extraction.settings_api) once turned into its shape (as_api)."""
+
+    instructions = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 5}),
+        required=False,
+        help_text="What to remember and what never to keep.",
+    )
+    categories = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        help_text="One a line: name: description.",
+    )
+    keys = forms.CharField(
+        label="Keys",
+        widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        help_text="One a line: key: description. Empty: the service's vocabulary.",
+    )
+    language = forms.CharField(
+        required=False, help_text="Empty: each memory in the language the user wrote it in."
+    )
+    exclude = forms.MultipleChoiceField(
+        choices=[],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Never keep",
+    )
+
+    def __init__(self, *args, **kwargs):
+        from extraction.steering import EXCLUSIONS
+
+        super().__init__(*args, **kwargs)
+        self.fields["exclude"].choices = sorted(EXCLUSIONS.items())
+
+    def as_api(self) -> dict:
+        data = self.cleaned_data
+        return {
+            "instructions": data["instructions"],
+            "categories": _lines(data["categories"], "name"),
+            "keys": _lines(data["keys"], "key"),
+            "language": data["language"],
+            "exclude": data["exclude"],
+        }
+
+    @staticmethod
+    def initial_of(row, *, tenant_level: bool) -> dict:
+        """The form's values for a stored row; without one, a tenant's default exclusions
+        ticked, so saving the form keeps them."""
+        from extraction.steering import DEFAULT_EXCLUDE
+
+        if row is None:
+            return {"exclude": sorted(DEFAULT_EXCLUDE)} if tenant_level else {}
+        return {
+            "instructions": row.instructions,
+            "categories": "\n".join(
+                f"{c['name']}: {c.get('description', '')}" for c in row.categories
+            ),
+            "keys": "\n".join(f"{k['key']}: {k.get('description', '')}" for k in row.keys),
+            "language": row.language,
+            "exclude": row.exclude,
+        }

@@ -15,4 +15,5 @@ urlpatterns = [
     path("entities/<uuid:entity_id>/edit", views.entity_edit, name="entity-edit"),
     path("entities/<uuid:entity_id>/merge", views.entity_merge, name="entity-merge"),
     path("proposals/<uuid:proposal_id>/decide", views.proposal_decide, name="proposal-decide"),
+    path("extraction-settings", views.extraction_settings, name="extraction-settings"),
 ]

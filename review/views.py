@@ -1,6 +1,7 @@
 """Staff review pages: the pending queue (per-card and bulk approve/reject, filters, the
 messages each candidate was extracted from), edit-then-approve, the conversation a candidate
-came from, consolidation proposals, the users' entities (rename, merge), and a dashboard.
+came from, consolidation proposals, the users' entities (rename, merge), the extraction
+settings of a tenant or project, and a dashboard.
 Every change goes through memories' services, so it is revisioned and indexed."""
 
 import functools
@@ -21,12 +22,23 @@ from django.views.decorators.http import require_http_methods, require_POST
 from memories import consolidation, selectors, services
 from memories.entities.linking import entities_merge, entity_rename
 from memories.errors import ServiceError
-from memories.models import Entity, Memory, ProposalKind, Status, Topic, WorkSession
+from memories.models import (
+    DEFAULT_TENANT_SLUG,
+    Entity,
+    Memory,
+    Project,
+    ProposalKind,
+    Status,
+    Tenant,
+    Topic,
+    WorkSession,
+)
 from review import selectors as review_selectors
 from review.forms import (
     BulkActionForm,
     EntityEditForm,
     EntityMergeForm,
+    ExtractionSettingsForm,
     MemoryEditForm,
     ProposalDecisionForm,
     ProposalFilterForm,
@@ -385,3 +397,74 @@ def entity_merge(request, entity_id):
         except ServiceError as exc:
             messages.error(request, exc.detail)
     return redirect(_safe_next(request.POST.get("next") or reverse("review:entities")))
+
+
+PROJECTS_LISTED = 500
+
+
+@staff_required
+@require_http_methods(["GET", "POST"])
+def extraction_settings(request):
+    """The extraction settings of a tenant (?tenant=<slug>; a staff login of a tenant has its
+    own only) or of one of its projects (?project=<id>), and what is in force for it."""
+    from extraction import steering
+    from extraction.models import ExtractionSettings
+    from extraction.settings_api import ExtractionSettingsSerializer
+
+    tenants = Tenant.objects.order_by("slug")
+    if request.user.tenant_id is not None:
+        tenants = tenants.filter(id=request.user.tenant_id)
+    tenant = (
+        tenants.filter(slug=request.GET.get("tenant") or DEFAULT_TENANT_SLUG).first()
+        or tenants.first()
+    )
+    if tenant is None:
+        raise Http404("No tenant yet.")
+    projects = Project.objects.filter(owner__tenant=tenant).order_by("name", "id")
+    project = None
+    if request.GET.get("project"):
+        try:
+            project = projects.filter(id=uuid.UUID(request.GET["project"])).first()
+        except ValueError:
+            project = None
+        if project is None:
+            raise Http404("No such project of this tenant.")
+    row = ExtractionSettings.objects.filter(tenant=tenant, project=project).first()
+    if request.method == "POST":
+        form = ExtractionSettingsForm(request.POST)
+        serializer = ExtractionSettingsSerializer(data=form.as_api() if form.is_valid() else {})
+        if form.is_valid() and serializer.is_valid():
+            steering.settings_save(
+                tenant=tenant, project=project, fields=dict(serializer.validated_data)
+            )
+            messages.success(request, "Saved the extraction settings.")
+            return redirect(request.get_full_path())
+        problems = {**form.errors, **(serializer.errors if form.is_valid() else {})}
+        messages.error(
+            request,
+            "Nothing was changed: "
+            + "; ".join(
+                f"{name}: {' '.join(map(str, errors))}" for name, errors in problems.items()
+            ),
+        )
+    else:
+        form = ExtractionSettingsForm(
+            initial=ExtractionSettingsForm.initial_of(row, tenant_level=project is None)
+        )
+    effective = steering.steering_for(
+        tenant_id=tenant.id, project_id=project.id if project else None
+    )
+    return render(
+        request,
+        "review/extraction_settings.html",
+        {
+            "tenants": tenants,
+            "tenant": tenant,
+            "projects": projects[:PROJECTS_LISTED],
+            "project": project,
+            "form": form,
+            "saved": row,
+            "effective": effective,
+            "effective_exclude": sorted(effective.exclude),
+        },
+    )

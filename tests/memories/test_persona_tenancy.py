@@ -496,6 +496,9 @@ UNRELATED = {
     "webhook-rotate-secret": "a tenant's own endpoints",
     "retention-rule-list": "a tenant's own rules; they return no memory",
     "retention-rule-detail": "a tenant's own rules; they return no memory",
+    "extraction-settings": "a tenant's own settings; they return no memory and no persona",
+    "review:extraction-settings": "a tenant's own settings (tests/review/"
+    "test_browser_extraction_settings.py); no memory and no persona",
     "review:dashboard": "counts and extraction runs; no persona and no memory text",
     "entity-list": "the caller's own entities; entities are of end users, never of a persona",
     "entity-detail": "the caller's own entities",
@@ -538,6 +541,7 @@ UNRELATED = {
             "webhooks_webhookendpoint",
             "webhooks_webhookdelivery",
             "memories_retentionrule",
+            "extraction_extractionsettings",
             # Proposals are read-only in the admin, and decided through the walked routes.
             "memories_consolidationproposal",
             # Topics name a persona, but are each user's own: acme's topic is walked over

@@ -15,6 +15,7 @@ WITHOUT_USER_HEADER = (
     "/api/auth/token",
     "/api/webhooks",
     "/api/retention-rules",
+    "/api/extraction-settings",
 )
 # Paths outside that set which must carry it; a schema that lost a family fails here.
 USER_PATHS = (
