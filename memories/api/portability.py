@@ -7,6 +7,7 @@ import io
 import json
 import tempfile
 from collections.abc import Iterator
+from typing import Any
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
@@ -279,13 +280,13 @@ def _import_line(
     try:
         fields = serializer.run_validation(data)
     except serializers.ValidationError as error:
-        detail = error.detail
-        if not isinstance(detail, dict):
-            detail = {"non_field_errors": detail}
+        detail: dict[Any, Any] = (
+            error.detail if isinstance(error.detail, dict) else {"non_field_errors": error.detail}
+        )
         return importing.InvalidLine(
             number,
             [
-                importing.LineError(number, name, _first_message(messages))
+                importing.LineError(number, str(name), _first_message(messages))
                 for name, messages in detail.items()
             ],
         )
