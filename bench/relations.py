@@ -290,7 +290,9 @@ def table(results: dict) -> str:
     links, each with its relevant memories and the hint it got."""
     out: list[str] = []
     for database, result in results.get("relations", {}).items():
-        by_condition = {c: result["conditions"][c]["figures"] for c in CONDITIONS}
+        # Results from before the "read" condition have two.
+        present = [c for c in CONDITIONS if c in result["conditions"]]
+        by_condition = {c: result["conditions"][c]["figures"] for c in present}
         out += [
             f"### {database}: {result['profiles']} profiles, {result['memories']} memories, "
             f"hint top {HINT_TOP}, embedder {result.get('embedder')}",
@@ -298,16 +300,16 @@ def table(results: dict) -> str:
             "| part | phrasing | "
             + " | ".join(
                 f"{condition.replace('_', ' ')}: {column}"
-                for condition in CONDITIONS
+                for condition in present
                 for column in ("all in hint", "at least one", "unrelated empty")
             )
             + " |",
-            "|---|---|" + "---|" * (3 * len(CONDITIONS)),
+            "|---|---|" + "---|" * (3 * len(present)),
         ]
         for part in (*PARTS, ALL):
             for phrasing in (*PHRASINGS, ALL):
                 cells = []
-                for condition in CONDITIONS:
+                for condition in present:
                     f = by_condition[condition][part][phrasing]
                     rel, unrel = f["relation"], f["unrelated"]
                     cells += [
@@ -319,7 +321,7 @@ def table(results: dict) -> str:
                 out.append(f"| {part} | {label} | " + " | ".join(cells) + " |")
         for part in (*PARTS, ALL):
             counts = []
-            for condition in CONDITIONS:
+            for condition in present:
                 unrelated = by_condition[condition][part][ALL]["unrelated"]
                 worded = unrelated["family_word"]
                 other = unrelated["questions"] - worded["questions"]

@@ -4,6 +4,8 @@ also gives the settings in force (`effective`: a project's added to its tenant's
 extraction/steering.py). A local staff login names the tenant (`?tenant=<slug>`, default
 "default"); a review key reaches its own tenant only."""
 
+import re
+
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -14,11 +16,14 @@ from rest_framework.views import APIView
 
 from extraction import steering
 from extraction.models import ExtractionSettings
+from memories.accounts.tenants import default_tenant
 from memories.errors import NotFound
-from memories.models import DEFAULT_TENANT_SLUG, ApiKeyScope, Project, Tenant
+from memories.models import ApiKeyScope, Project, Tenant
 from rest.fields import StrictInputMixin, trimmed_char
 from rest.inputs import caller, parse_uuid, validated
 from rest.permissions import KeyHasScope
+
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,50}")
 
 
 class CategorySerializer(StrictInputMixin, serializers.Serializer):
@@ -128,11 +133,16 @@ class ExtractionSettingsView(APIView):
         tenant: Tenant | None
         if actor.tenant is not None:
             tenant = actor.tenant
+        elif not request.query_params.get("tenant"):
+            tenant = default_tenant()
         else:
-            slug = request.query_params.get("tenant") or DEFAULT_TENANT_SLUG
-            tenant = Tenant.objects.filter(slug=slug).first()
-            if tenant is None:
-                raise NotFound(f"No tenant {slug!r}.", field="tenant")
+            slug = request.query_params["tenant"]
+            # A slug is letters, digits, - and _: anything else names no tenant (and a NUL
+            # would not even reach the database).
+            found = SLUG.fullmatch(slug) and Tenant.objects.filter(slug=slug).first()
+            if not found:
+                raise NotFound(f"No tenant {slug[:60]!r}.", field="tenant")
+            tenant = found
         raw = request.query_params.get("project_id")
         if not raw:
             return tenant, None

@@ -18,6 +18,9 @@ class RetentionRuleSerializer(serializers.ModelSerializer):
     project_id = serializers.UUIDField(
         read_only=True, allow_null=True, help_text="Only this project's memories; null: all."
     )
+    scope = serializers.ChoiceField(
+        choices=["", *Scope.values], read_only=True, help_text="'': any scope."
+    )
 
     class Meta:
         model = RetentionRule

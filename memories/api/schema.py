@@ -26,6 +26,8 @@ class ErrorSerializer(serializers.Serializer):
 # reject, edit, delete, memory_forget), an external_id taken, an import racing another, a
 # consolidation proposal decided already or outgrown by its memories.
 CONFLICT_OPERATIONS = {
+    "retention_rules_create",
+    "retention_rules_partial_update",
     "memories_update",
     "memories_partial_update",
     "memories_destroy",
@@ -39,6 +41,8 @@ CONFLICT_OPERATIONS = {
     "admin_consolidation_proposals_approve_create",
     "admin_consolidation_proposals_reject_create",
 }
+# Operations whose query parameters name an object (a tenant, a project): 404 when none is.
+QUERY_OBJECT_OPERATIONS = {"extraction_settings_retrieve", "extraction_settings_update"}
 # Operations that embed text (a memory or a query): 503 when the embedder is unavailable.
 EMBEDDING_OPERATIONS = {
     "memories_create",
@@ -79,7 +83,7 @@ class ErrorsAutoSchema(AutoSchema):
             for permission in self.view.permission_classes
         ):
             statuses += ["401", "403"]
-        if "{" in self.path or self._is_paginated():
+        if "{" in self.path or self._is_paginated() or operation_id in QUERY_OBJECT_OPERATIONS:
             statuses.append("404")  # no such object; a page past the last
         if operation_id in CONFLICT_OPERATIONS:
             statuses.append("409")

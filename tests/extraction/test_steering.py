@@ -239,6 +239,7 @@ def test_only_review_keys_and_staff_read_or_change_settings(db, staff_api):
     assert_error(scoped_client("read", "write").get(URL), 403, "scope")
     assert staff_api.get(URL).status_code == 200  # a local staff login: the default tenant
     assert_error(staff_api.get(f"{URL}?tenant=nope"), 404, "tenant")
+    assert_error(staff_api.get(f"{URL}?tenant=a%00b"), 404, "tenant")  # found by the fuzz
     assert_error(staff_api.get(f"{URL}?project_id=not-a-uuid"), 404, "project_id")
     stranger = make_user("stranger")
     project = Project.objects.create(owner=stranger, name="x")

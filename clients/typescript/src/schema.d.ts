@@ -2072,7 +2072,7 @@ export interface components {
              *     * `session` - session
              * @default
              */
-            scope?: components["schemas"]["RetentionRuleInputScopeEnum"] | components["schemas"]["BlankEnum"];
+            scope?: components["schemas"]["Scope0a5Enum"] | components["schemas"]["BlankEnum"];
             /**
              * @description Only memories of exactly this category; '' (the default): any category.
              * @default
@@ -2282,15 +2282,16 @@ export interface components {
              */
             readonly project_id: string | null;
             /**
-             * @description Blank: any scope.
+             * @description '': any scope.
              *
-             *     * `user` - User
-             *     * `persona` - Persona
-             *     * `persona_user` - Persona User
-             *     * `project` - Project
-             *     * `session` - Session
+             *     * `` -
+             *     * `user` - user
+             *     * `persona` - persona
+             *     * `persona_user` - persona_user
+             *     * `project` - project
+             *     * `session` - session
              */
-            readonly scope: components["schemas"]["ScopeEnum"];
+            readonly scope: components["schemas"]["Scope0a5Enum"] | components["schemas"]["BlankEnum"];
             /** @description The memories of exactly this category; blank: any category. */
             readonly category: string;
             /** @description How many days a memory stays current. */
@@ -2321,7 +2322,7 @@ export interface components {
              *     * `session` - session
              * @default
              */
-            scope?: components["schemas"]["RetentionRuleInputScopeEnum"] | components["schemas"]["BlankEnum"];
+            scope?: components["schemas"]["Scope0a5Enum"] | components["schemas"]["BlankEnum"];
             /**
              * @description Only memories of exactly this category; '' (the default): any category.
              * @default
@@ -2330,16 +2331,6 @@ export interface components {
             /** @description How long a memory it matches stays current, from its valid_from: 1 to 36500 days. */
             days: number;
         };
-        /**
-         * @description * `` -
-         *     * `user` - user
-         *     * `persona` - persona
-         *     * `persona_user` - persona_user
-         *     * `project` - project
-         *     * `session` - session
-         * @enum {string}
-         */
-        RetentionRuleInputScopeEnum: "user" | "persona" | "persona_user" | "project" | "session";
         Revision: {
             readonly id: number;
             /** Format: uuid */
@@ -2506,6 +2497,16 @@ export interface components {
             /** @description Other current memories of the scope that are near duplicates by meaning (nothing was changed about them); null when not looked up (a batch of more than 20 items). */
             readonly similar_ids: string[] | null;
         };
+        /**
+         * @description * `` -
+         *     * `user` - user
+         *     * `persona` - persona
+         *     * `persona_user` - persona_user
+         *     * `project` - project
+         *     * `session` - session
+         * @enum {string}
+         */
+        Scope0a5Enum: "user" | "persona" | "persona_user" | "project" | "session";
         /**
          * @description * `user` - User
          *     * `persona` - Persona
@@ -3926,6 +3927,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     extraction_settings_update: {
@@ -3974,6 +3984,15 @@ export interface operations {
             };
             /** @description Not allowed: the key lacks the scope this needs, or the user is not staff. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No object with this id that the caller may see, or a page past the last one. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6138,6 +6157,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description The object changed meanwhile (deleted, already reviewed) or exists already. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description The request body is larger than the service accepts. */
             413: {
                 headers: {
@@ -6323,6 +6351,15 @@ export interface operations {
             };
             /** @description No object with this id that the caller may see, or a page past the last one. */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The object changed meanwhile (deleted, already reviewed) or exists already. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
