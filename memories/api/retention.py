@@ -19,7 +19,7 @@ class RetentionRuleSerializer(serializers.ModelSerializer):
         read_only=True, allow_null=True, help_text="Only this project's memories; null: all."
     )
     scope = serializers.ChoiceField(
-        choices=["", *Scope.values], read_only=True, help_text="'': any scope."
+        choices=Scope.choices, allow_blank=True, read_only=True, help_text="'': any scope."
     )
 
     class Meta:

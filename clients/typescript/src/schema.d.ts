@@ -2072,7 +2072,7 @@ export interface components {
              *     * `session` - session
              * @default
              */
-            scope?: components["schemas"]["Scope0a5Enum"] | components["schemas"]["BlankEnum"];
+            scope?: components["schemas"]["RetentionRuleInputScopeEnum"] | components["schemas"]["BlankEnum"];
             /**
              * @description Only memories of exactly this category; '' (the default): any category.
              * @default
@@ -2284,14 +2284,13 @@ export interface components {
             /**
              * @description '': any scope.
              *
-             *     * `` -
-             *     * `user` - user
-             *     * `persona` - persona
-             *     * `persona_user` - persona_user
-             *     * `project` - project
-             *     * `session` - session
+             *     * `user` - User
+             *     * `persona` - Persona
+             *     * `persona_user` - Persona User
+             *     * `project` - Project
+             *     * `session` - Session
              */
-            readonly scope: components["schemas"]["Scope0a5Enum"] | components["schemas"]["BlankEnum"];
+            readonly scope: components["schemas"]["ScopeEnum"] | components["schemas"]["BlankEnum"];
             /** @description The memories of exactly this category; blank: any category. */
             readonly category: string;
             /** @description How many days a memory stays current. */
@@ -2322,7 +2321,7 @@ export interface components {
              *     * `session` - session
              * @default
              */
-            scope?: components["schemas"]["Scope0a5Enum"] | components["schemas"]["BlankEnum"];
+            scope?: components["schemas"]["RetentionRuleInputScopeEnum"] | components["schemas"]["BlankEnum"];
             /**
              * @description Only memories of exactly this category; '' (the default): any category.
              * @default
@@ -2331,6 +2330,16 @@ export interface components {
             /** @description How long a memory it matches stays current, from its valid_from: 1 to 36500 days. */
             days: number;
         };
+        /**
+         * @description * `` -
+         *     * `user` - user
+         *     * `persona` - persona
+         *     * `persona_user` - persona_user
+         *     * `project` - project
+         *     * `session` - session
+         * @enum {string}
+         */
+        RetentionRuleInputScopeEnum: "user" | "persona" | "persona_user" | "project" | "session";
         Revision: {
             readonly id: number;
             /** Format: uuid */
@@ -2497,16 +2506,6 @@ export interface components {
             /** @description Other current memories of the scope that are near duplicates by meaning (nothing was changed about them); null when not looked up (a batch of more than 20 items). */
             readonly similar_ids: string[] | null;
         };
-        /**
-         * @description * `` -
-         *     * `user` - user
-         *     * `persona` - persona
-         *     * `persona_user` - persona_user
-         *     * `project` - project
-         *     * `session` - session
-         * @enum {string}
-         */
-        Scope0a5Enum: "user" | "persona" | "persona_user" | "project" | "session";
         /**
          * @description * `user` - User
          *     * `persona` - Persona
