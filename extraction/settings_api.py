@@ -26,18 +26,19 @@ from rest.permissions import KeyHasScope
 SLUG = re.compile(r"[-a-zA-Z0-9_]{1,50}")
 
 
-class CategorySerializer(StrictInputMixin, serializers.Serializer):
-    name = trimmed_char(settings.MEMORY_CATEGORY_MAX_LENGTH)
-    description = trimmed_char(
-        steering.DESCRIPTION_MAX_CHARS, required=False, allow_blank=True, default=""
-    )
+def _named_serializer(title: str, name: str, max_length: int) -> type[serializers.Serializer]:
+    """A {<name>, description} item of the settings' lists (categories, keys)."""
+    fields = {
+        name: trimmed_char(max_length),
+        "description": trimmed_char(
+            steering.DESCRIPTION_MAX_CHARS, required=False, allow_blank=True, default=""
+        ),
+    }
+    return type(f"{title}Serializer", (StrictInputMixin, serializers.Serializer), fields)
 
 
-class KeySerializer(StrictInputMixin, serializers.Serializer):
-    key = trimmed_char(settings.MEMORY_KEY_MAX_LENGTH)
-    description = trimmed_char(
-        steering.DESCRIPTION_MAX_CHARS, required=False, allow_blank=True, default=""
-    )
+CategorySerializer = _named_serializer("Category", "name", settings.MEMORY_CATEGORY_MAX_LENGTH)
+KeySerializer = _named_serializer("Key", "key", settings.MEMORY_KEY_MAX_LENGTH)
 
 
 class ExtractionSettingsSerializer(StrictInputMixin, serializers.Serializer):
