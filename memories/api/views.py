@@ -55,7 +55,7 @@ from memories.recall.hint import memory_hint, profile_of
 from memories.recall.query import query_for_recall
 from memories.recall.recall import memory_recall
 from memories.recall.scopes import recall_scopes
-from memories.representations import MemorySerializer, profile_summary_data
+from memories.representations import MemorySerializer, ProfileSerializer, profile_summary_data
 from ops import timing
 from rest.inputs import caller, parse_uuid, validated
 from rest.permissions import KeyHasScope
@@ -349,6 +349,7 @@ class ToolCallView(APIView):
                     ContextResponseSerializer,
                     ForgottenSerializer,
                     SavedSerializer,
+                    ProfileSerializer,
                 ],
                 resource_type_field_name=None,
             ),

@@ -2623,7 +2623,7 @@ export interface components {
         ToolList: {
             data: components["schemas"]["Tool"][];
         };
-        ToolResult: components["schemas"]["RecallResults"] | components["schemas"]["ContextResponse"] | components["schemas"]["Forgotten"] | components["schemas"]["Saved"];
+        ToolResult: components["schemas"]["RecallResults"] | components["schemas"]["ContextResponse"] | components["schemas"]["Forgotten"] | components["schemas"]["Saved"] | components["schemas"]["Profile"];
         /**
          * @description Refuse fields the endpoint does not know, so a typo ("improtance") is not silently
          *     dropped. Fields of the output shape (`tolerated_fields`) may be sent back unchanged.
