@@ -384,6 +384,11 @@ MIN_RELEVANCE_HELP = (
 )
 
 
+EXPLAIN_HELP = (
+    "true adds `explanation`: how the query was read, and every memory recall considered, "
+    "returned or not, with its score parts, the gate's decision and the reason in words. An "
+    "explained call counts as no access to the memories."
+)
 
 
 class SearchParamsSerializer(RecallContextSerializer):
@@ -399,6 +404,7 @@ class SearchParamsSerializer(RecallContextSerializer):
     as_of = as_of_field()
     min_relevance = min_relevance_field(MIN_RELEVANCE_HELP)
     filter = FilterTextField(required=False, help_text=FILTER_QUERY_HELP)
+    explain = serializers.BooleanField(default=False, help_text=EXPLAIN_HELP)
 
 
 class ContextRequestSerializer(RecallContextSerializer):
@@ -427,6 +433,7 @@ class ContextRequestSerializer(RecallContextSerializer):
         ),
     )
     filter = FilterField(required=False, help_text=FILTER_HELP)
+    explain = StrictBooleanField(default=False, help_text=EXPLAIN_HELP)
 
     def validate(self, attrs):
         attrs = super().validate(attrs)
@@ -470,6 +477,85 @@ class RecallResultSerializer(MemorySerializer):
         return data
 
 
+class QueryReadingSerializer(serializers.Serializer):
+    read = serializers.CharField(
+        help_text="The part of the query recall read: the end of a long one."
+    )
+    cut = serializers.BooleanField(help_text="Whether that is less than the whole query.")
+    language = serializers.CharField(
+        allow_null=True,
+        help_text="The query's language (ISO 639-1), null when too short or unsure to tell.",
+    )
+    language_probability = serializers.FloatField(allow_null=True)
+    about_user_probability = serializers.FloatField(
+        allow_null=True,
+        help_text="How likely the query is about the user, null without an embedder.",
+    )
+    about_user = serializers.BooleanField(
+        help_text="Read as about the user: memories nearest to it may pass on that alone."
+    )
+    read_as = serializers.CharField(
+        allow_null=True,
+        help_text="Why similarity alone may let no memory in (small talk with the assistant, "
+        "a question about someone else), else null.",
+    )
+
+
+class ConsideredSerializer(serializers.Serializer):
+    """One memory recall considered (memories.recall.explain.Considered)."""
+
+    memory = MemorySerializer()
+    decision = serializers.ChoiceField(choices=["returned", "excluded"])
+    reason = serializers.CharField(help_text="The decision in words.")
+    gate = serializers.CharField(
+        allow_null=True,
+        help_text="The gate's decision (entity, words, meaning, nearest: let in; no_words, "
+        "far_not_about_user, far_from_nearest: left out); null when the gate was not asked "
+        "(min_relevance, pinned, expired).",
+    )
+    score = serializers.FloatField(
+        allow_null=True, help_text="What it scored, or would have scored had the gate let it in."
+    )
+    score_parts = ScorePartsSerializer(allow_null=True)
+    similarity = serializers.FloatField(
+        allow_null=True, help_text="Cosine similarity to the query, null without an embedder."
+    )
+    calibrated_similarity = serializers.FloatField(
+        allow_null=True,
+        help_text="The similarity in standard deviations above ordinary memories' (the gate's).",
+    )
+    keyword_evidence = serializers.FloatField(
+        help_text="Share of the query's word weight found in the memory."
+    )
+    entity_evidence = serializers.FloatField()
+
+    @cached_property
+    def _memory_serializer(self) -> MemorySerializer:
+        return MemorySerializer(context=self.context)
+
+    def to_representation(self, considered):
+        score = considered.score
+        return {
+            "memory": self._memory_serializer.to_representation(considered.memory),
+            "decision": considered.decision,
+            "reason": considered.reason,
+            "gate": str(considered.gate) if considered.gate is not None else None,
+            "score": score.total if score is not None else None,
+            "score_parts": score.parts() if score is not None else None,
+            "similarity": considered.similarity,
+            "calibrated_similarity": considered.calibrated_similarity,
+            "keyword_evidence": considered.keyword_evidence,
+            "entity_evidence": considered.entity_evidence,
+        }
+
+
+class ExplanationSerializer(serializers.Serializer):
+    query = QueryReadingSerializer()
+    candidates = ConsideredSerializer(
+        many=True, help_text="Every memory considered, the returned ones first, best first."
+    )
+
+
 class ContextResponseSerializer(serializers.Serializer):
     hint = serializers.CharField()
     memories = RecallResultSerializer(many=True)
@@ -480,12 +566,24 @@ class ContextResponseSerializer(serializers.Serializer):
     )
 
 
+class ExplainedContextSerializer(ContextResponseSerializer):
+    """POST /api/memories/context (explanation only with explain=true)."""
+
+    explanation = ExplanationSerializer(required=False, help_text="Only with explain=true.")
+
+
 class RecallResultsSerializer(serializers.Serializer):
     """GET /api/memories/search and the memory_recall tool: {"data": [memory + score]}."""
 
     # A declared field, which the metaclass moves into the fields; the stubs take it for
     # an override of Serializer.data.
     data = RecallResultSerializer(many=True)  # type: ignore[assignment]
+
+
+class ExplainedSearchSerializer(RecallResultsSerializer):
+    """GET /api/memories/search?explain=true."""
+
+    explanation = ExplanationSerializer(required=False, help_text="Only with explain=true.")
 
 
 class ToolFunctionSerializer(serializers.Serializer):

@@ -26,6 +26,9 @@ from memories.api.serializers import (
     ContextRequestSerializer,
     ContextResponseSerializer,
     CountSerializer,
+    ExplainedContextSerializer,
+    ExplainedSearchSerializer,
+    ExplanationSerializer,
     ForgottenSerializer,
     MemoryBatchCreateSerializer,
     MemoryCreateSerializer,
@@ -51,9 +54,9 @@ from memories.models import (
     RevisionAction,
     Status,
 )
-from memories.recall.hint import memory_hint, profile_of
+from memories.recall.hint import memory_hint, memory_hint_explained, profile_of
 from memories.recall.query import query_for_recall
-from memories.recall.recall import memory_recall
+from memories.recall.recall import memory_recall, memory_recall_explained
 from memories.recall.scopes import recall_scopes
 from memories.representations import MemorySerializer, ProfileSerializer, profile_summary_data
 from ops import timing
@@ -212,11 +215,11 @@ class MemoryViewSet(viewsets.GenericViewSet):
         page = self.paginate_queryset(revisions)
         return self.get_paginated_response(RevisionSerializer(page, many=True).data)
 
-    @extend_schema(parameters=[SearchParamsSerializer], responses=RecallResultsSerializer)
+    @extend_schema(parameters=[SearchParamsSerializer], responses=ExplainedSearchSerializer)
     @action(detail=False, methods=["get"], filterset_class=None, pagination_class=None)
     def search(self, request):
         params = validated(SearchParamsSerializer, request, data=request.query_params.dict())
-        hits = memory_recall(
+        recalled = dict(
             query=query_for_recall(params["q"]),
             scopes=scopes_for(request, params),
             top_k=params["top_k"],
@@ -224,16 +227,23 @@ class MemoryViewSet(viewsets.GenericViewSet):
             min_relevance=params.get("min_relevance"),
             memory_filter=params.get("filter"),
         )
+        if params["explain"]:
+            hits, explanation = memory_recall_explained(**recalled, whole_query=params["q"])
+        else:
+            hits, explanation = memory_recall(**recalled), None
+        context = {"request": request}
         with timing.stage("serialize"):
-            data = RecallResultSerializer(hits, many=True, context={"request": request}).data
-        return Response({"data": data})
+            body = {"data": RecallResultSerializer(hits, many=True, context=context).data}
+            if explanation is not None:
+                body["explanation"] = ExplanationSerializer(explanation, context=context).data
+        return Response(body)
 
-    @extend_schema(request=ContextRequestSerializer, responses=ContextResponseSerializer)
+    @extend_schema(request=ContextRequestSerializer, responses=ExplainedContextSerializer)
     @action(detail=False, methods=["post"], filterset_class=None, pagination_class=None)
     def context(self, request):
         data = validated(ContextRequestSerializer, request)
         profile = profile_of(request.user.id) if data["profile"] else None
-        hint, used = memory_hint(
+        hinted = dict(
             query=data["query"],
             scopes=scopes_for(request, data),
             top_k=data["top_k"],
@@ -242,10 +252,17 @@ class MemoryViewSet(viewsets.GenericViewSet):
             profile=profile,
             memory_filter=data.get("filter"),
         )
-        memories = RecallResultSerializer(used, many=True, context={"request": request}).data
-        return Response(
-            {"hint": hint, "memories": memories, "profile": profile_summary_data(profile)}
-        )
+        explanation = None
+        if data["explain"]:
+            hint, used, explanation = memory_hint_explained(**hinted)
+        else:
+            hint, used = memory_hint(**hinted)
+        context = {"request": request}
+        memories = RecallResultSerializer(used, many=True, context=context).data
+        body = {"hint": hint, "memories": memories, "profile": profile_summary_data(profile)}
+        if explanation is not None:
+            body["explanation"] = ExplanationSerializer(explanation, context=context).data
+        return Response(body)
 
     @extend_schema(responses=CountSerializer)
     @action(detail=False, methods=["get"], filterset_class=None, pagination_class=None)

@@ -152,6 +152,29 @@ def current_now() -> Q:
     return Q(status=Status.ACTIVE) & unexpired(timezone.now())
 
 
+# An explanation lists at most this many expired memories not archived yet.
+EXPIRED_LISTED_MAX = 20
+
+
+def expired_not_archived(
+    *, scopes: Sequence[CarrierIds], within: Filtered | None = None
+) -> dict[Memory, datetime]:
+    """The active memories of these scopes (matching the filter) whose time has come, with
+    the moment they expired, soonest first; at most EXPIRED_LISTED_MAX. Recall leaves them
+    out (current_now); an explained recall shows them."""
+    now = timezone.now()
+    memories = Memory.objects.filter(
+        scopes_condition(scopes), status=Status.ACTIVE, deleted_at__isnull=True
+    ).exclude(unexpired(now))
+    if within is not None:
+        memories = memories.filter(filter_condition(within.node))
+    found = {}
+    for memory in memories.order_by("updated_at", "id")[:EXPIRED_LISTED_MAX]:
+        moments = [m for m in (memory.expires_at, memory.retention_expires_at) if m and m <= now]
+        found[memory] = min(moments)
+    return found
+
+
 def valid_at(moment: datetime) -> Q:
     """Memories that were current at `moment`: active ones from their valid_from until they
     expire, and archived ones that were current (valid_until set) until after it."""

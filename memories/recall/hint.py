@@ -41,8 +41,22 @@ from memories.filters.language import Node
 from memories.models import Memory, Profile
 from memories.recall.access import memory_record_access
 from memories.recall.candidates import current_now, valid_at
+from memories.recall.explain import (
+    EXCLUDED,
+    NOT_CLOSE_TO_BEST,
+    OVER_BUDGET,
+    PINNED,
+    RETURNED,
+    Considered,
+    Explanation,
+)
 from memories.recall.query import query_for_recall
-from memories.recall.recall import RecallHit
+from memories.recall.recall import (
+    RecallHit,
+    close_to_best,
+    memory_recall,
+    memory_recall_explained,
+)
 from memories.recall.scopes import scopes_condition
 from memories.recall.scoring import Score
 
@@ -195,9 +209,7 @@ def _pinned_ids(scopes) -> list:
         # Only names are formatted in; the ids are parameters. "pinned" as the index's own
         # condition reads it: with "pinned = %s" SQLite cannot tell that the index holds
         # every row asked for.
-        cursor.execute(
-            f'SELECT id FROM {table} WHERE "pinned" AND ({" OR ".join(owners)})', values
-        )
+        cursor.execute(f'SELECT id FROM {table} WHERE "pinned" AND ({" OR ".join(owners)})', values)
         return [row[0] for row in cursor.fetchall()]
 
 
@@ -237,8 +249,6 @@ def memory_hint(
     (RECALL_HINT_CLOSE_TO_BEST, recall.close_to_best), after the pinned memories of the scopes
     (pinned_hits), which need not pass the gate and are not repeated below. A filter
     (memories.filters) holds for both."""
-    from memories.recall.recall import close_to_best, memory_recall
-
     hits = memory_recall(
         query=query_for_recall(query),
         scopes=scopes,
@@ -247,11 +257,15 @@ def memory_hint(
         as_of=as_of,
         memory_filter=memory_filter,
     )
-    pinned = pinned_hits(scopes=scopes, as_of=as_of, memory_filter=memory_filter)
-    pinned_ids = {hit.memory.id for hit in pinned}
-    hits = close_to_best(hits, settings.RECALL_HINT_CLOSE_TO_BEST)
-    hits = [hit for hit in hits if hit.memory.id not in pinned_ids]
-    hint, used = hint_build(hits, budget=budget, now=now, pinned=pinned, profile=profile)
+    hint, used, _ = _hint_of(
+        hits,
+        scopes=scopes,
+        budget=budget,
+        now=now,
+        as_of=as_of,
+        profile=profile,
+        memory_filter=memory_filter,
+    )
     if used:
         accessed = {
             memory.id: memory
@@ -260,6 +274,94 @@ def memory_hint(
         for hit in used:
             hit.memory = accessed.get(hit.memory.id, hit.memory)
     return hint, used
+
+
+def memory_hint_explained(
+    *,
+    query: str,
+    scopes,
+    top_k: int,
+    budget: int,
+    now: datetime | None = None,
+    as_of: datetime | None = None,
+    profile: Profile | None = None,
+    memory_filter: Node | None = None,
+) -> tuple[str, list[RecallHit], Explanation]:
+    """memory_hint, and why (recall.memory_recall_explained): the candidates the hint left
+    out say so (not close to the best, over the budget), the pinned memories are listed as
+    the hint's head. Counts as no access."""
+    hits, explanation = memory_recall_explained(
+        query=query_for_recall(query),
+        scopes=scopes,
+        top_k=top_k,
+        as_of=as_of,
+        memory_filter=memory_filter,
+        whole_query=query,
+    )
+    hint, used, kept = _hint_of(
+        hits,
+        scopes=scopes,
+        budget=budget,
+        now=now,
+        as_of=as_of,
+        profile=profile,
+        memory_filter=memory_filter,
+    )
+    _explain_hint(explanation, hits=hits, kept=kept, used=used)
+    return hint, used, explanation
+
+
+def _hint_of(
+    hits: list[RecallHit], *, scopes, budget, now, as_of, profile, memory_filter
+) -> tuple[str, list[RecallHit], list[RecallHit]]:
+    """(the hint, the hits it holds, pinned first, and the ranked hits close to the best)."""
+    pinned = pinned_hits(scopes=scopes, as_of=as_of, memory_filter=memory_filter)
+    pinned_ids = {hit.memory.id for hit in pinned}
+    kept = close_to_best(hits, settings.RECALL_HINT_CLOSE_TO_BEST)
+    kept = [hit for hit in kept if hit.memory.id not in pinned_ids]
+    hint, used = hint_build(kept, budget=budget, now=now, pinned=pinned, profile=profile)
+    return hint, used, kept
+
+
+def _explain_hint(
+    explanation: Explanation,
+    *,
+    hits: list[RecallHit],
+    kept: list[RecallHit],
+    used: list[RecallHit],
+) -> None:
+    """The hint's own decisions on top of recall's: a returned candidate not close to the
+    best or over the budget is excluded with that reason; pinned ones head the hint."""
+    kept_ids = {hit.memory.id for hit in kept}
+    used_ids = {hit.memory.id for hit in used}
+    returned_ids = {hit.memory.id for hit in hits}
+    by_id = {considered.memory_id: considered for considered in explanation.candidates}
+    for hit in used:
+        if hit.score is NOT_RANKED:
+            considered = by_id.get(hit.memory.id)
+            if considered is None:
+                considered = Considered(
+                    memory_id=hit.memory.id,
+                    similarity=None,
+                    calibrated_similarity=None,
+                    keyword_evidence=0.0,
+                    entity_evidence=0.0,
+                    gate=None,
+                    score=None,
+                    memory=hit.memory,
+                )
+                explanation.candidates.insert(0, considered)
+            considered.decision, considered.reason = RETURNED, PINNED
+    share = settings.RECALL_HINT_CLOSE_TO_BEST
+    for memory_id in returned_ids - used_ids:
+        considered = by_id[memory_id]
+        if considered.reason == PINNED:
+            continue
+        considered.decision = EXCLUDED
+        if memory_id not in kept_ids:
+            considered.reason = NOT_CLOSE_TO_BEST.format(share=share)
+        else:
+            considered.reason = OVER_BUDGET
 
 
 def profile_of(user_id) -> Profile | None:

@@ -46,6 +46,7 @@ they add up to the score.
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 
 from django.conf import settings
 
@@ -136,6 +137,74 @@ def relevance(
     return vector_share * similarity + (1.0 - vector_share) * keyword
 
 
+class Gate(StrEnum):
+    """What the relevance gate decided of a candidate, and on which evidence (see the module
+    docstring); the explanation of recall (explain=true) shows it in words (GATE_REASONS)."""
+
+    ENTITY = "entity"
+    WORDS = "words"
+    MEANING = "meaning"
+    NEAREST = "nearest"
+    NO_WORDS = "no_words"
+    FAR_NOT_ABOUT_USER = "far_not_about_user"
+    FAR_FROM_NEAREST = "far_from_nearest"
+
+    @property
+    def passed(self) -> bool:
+        return self in _PASSED
+
+
+_PASSED = frozenset({Gate.ENTITY, Gate.WORDS, Gate.MEANING, Gate.NEAREST})
+
+GATE_REASONS = {
+    Gate.ENTITY: "names someone or something this memory is about",
+    Gate.WORDS: "its words are in this memory",
+    Gate.MEANING: "close enough in meaning to the question",
+    Gate.NEAREST: "the question is about the user and this memory is among the nearest to it",
+    Gate.NO_WORDS: "only the question's words can let a memory in here, and none of them is "
+    "in this memory",
+    Gate.FAR_NOT_ABOUT_USER: "not about the user and too far from the question",
+    Gate.FAR_FROM_NEAREST: "the question is about the user, but this memory is too far from "
+    "it and from the memories nearest to it",
+}
+
+
+def gate(
+    *,
+    similarity: float | None,
+    best_similarity: float | None,
+    keyword_evidence: float,
+    about_user: float,
+    weights: Weights,
+    entity_evidence: float = 0.0,
+) -> Gate:
+    """See the module docstring. Similarities are calibrated ones; None means that only
+    words count (no embedder, or similarity may not let a memory in)."""
+    if entity_evidence >= weights.entity_pass:
+        return Gate.ENTITY
+    if similarity is None:
+        passed = keyword_evidence > 0 and keyword_evidence >= weights.keyword_floor
+        return Gate.WORDS if passed else Gate.NO_WORDS
+    if keyword_evidence >= weights.keyword_pass:
+        return Gate.WORDS
+    evidence = (
+        similarity
+        + weights.about_user_weight * min(about_user, weights.about_user_cap)
+        + weights.keyword_weight * keyword_evidence
+    )
+    if evidence >= weights.similarity_floor:
+        return Gate.MEANING
+    if about_user < weights.about_user_floor:
+        return Gate.FAR_NOT_ABOUT_USER
+    if (
+        similarity >= weights.near_best_floor
+        and best_similarity is not None
+        and similarity >= best_similarity - weights.near_best_band
+    ):
+        return Gate.NEAREST
+    return Gate.FAR_FROM_NEAREST
+
+
 def is_relevant(
     *,
     similarity: float | None,
@@ -145,27 +214,15 @@ def is_relevant(
     weights: Weights,
     entity_evidence: float = 0.0,
 ) -> bool:
-    """See the module docstring. Similarities are calibrated ones; None means no embedder
-    (keyword evidence only)."""
-    if entity_evidence >= weights.entity_pass:
-        return True
-    if similarity is None:
-        return keyword_evidence > 0 and keyword_evidence >= weights.keyword_floor
-    if keyword_evidence >= weights.keyword_pass:
-        return True
-    evidence = (
-        similarity
-        + weights.about_user_weight * min(about_user, weights.about_user_cap)
-        + weights.keyword_weight * keyword_evidence
-    )
-    if evidence >= weights.similarity_floor:
-        return True
-    return (
-        about_user >= weights.about_user_floor
-        and similarity >= weights.near_best_floor
-        and best_similarity is not None
-        and similarity >= best_similarity - weights.near_best_band
-    )
+    """Whether the gate lets the candidate through (gate)."""
+    return gate(
+        similarity=similarity,
+        best_similarity=best_similarity,
+        keyword_evidence=keyword_evidence,
+        about_user=about_user,
+        weights=weights,
+        entity_evidence=entity_evidence,
+    ).passed
 
 
 def recency(
