@@ -1150,6 +1150,38 @@ export interface components {
             /** @default  */
             description?: string;
         };
+        /** @description One memory recall considered (memories.recall.explain.Considered). */
+        Considered: {
+            memory: components["schemas"]["Memory"];
+            decision: components["schemas"]["DecisionEnum"];
+            /** @description The decision in words. */
+            reason: string;
+            /** @description The gate's decision (entity, words, meaning, nearest: let in; no_words, far_not_about_user, far_from_nearest: left out); null when the gate was not asked (min_relevance, pinned, expired). */
+            gate: string | null;
+            /**
+             * Format: double
+             * @description What it scored, or would have scored had the gate let it in.
+             */
+            score: number | null;
+            score_parts: components["schemas"]["ScoreParts"] | null;
+            /**
+             * Format: double
+             * @description Cosine similarity to the query, null without an embedder.
+             */
+            similarity: number | null;
+            /**
+             * Format: double
+             * @description The similarity in standard deviations above ordinary memories' (the gate's).
+             */
+            calibrated_similarity: number | null;
+            /**
+             * Format: double
+             * @description Share of the query's word weight found in the memory.
+             */
+            keyword_evidence: number;
+            /** Format: double */
+            entity_evidence: number;
+        };
         ConsolidationProposal: {
             /** Format: uuid */
             readonly id: string;
@@ -1227,6 +1259,11 @@ export interface components {
             filter?: {
                 [key: string]: unknown;
             };
+            /**
+             * @description true adds `explanation`: how the query was read, and every memory recall considered, returned or not, with its score parts, the gate's decision and the reason in words. An explained call counts as no access to the memories.
+             * @default false
+             */
+            explain?: boolean;
         };
         ContextResponse: {
             hint: string;
@@ -1238,6 +1275,12 @@ export interface components {
             active: number;
             pending: number;
         };
+        /**
+         * @description * `returned` - returned
+         *     * `excluded` - excluded
+         * @enum {string}
+         */
+        DecisionEnum: "returned" | "excluded";
         Entity: {
             /** Format: uuid */
             readonly id: string;
@@ -1353,6 +1396,26 @@ export interface components {
          * @enum {string}
          */
         ExcludeEnum: "bank_accounts" | "government_ids" | "health" | "passwords" | "payment_cards";
+        /** @description POST /api/memories/context (explanation only with explain=true). */
+        ExplainedContext: {
+            hint: string;
+            memories: components["schemas"]["RecallResult"][];
+            /** @description The profile summary at the hint's head: null unless profile was true and one has been written. */
+            profile: components["schemas"]["ProfileSummary"] | null;
+            /** @description Only with explain=true. */
+            explanation?: components["schemas"]["Explanation"];
+        };
+        /** @description GET /api/memories/search?explain=true. */
+        ExplainedSearch: {
+            data: components["schemas"]["RecallResult"][];
+            /** @description Only with explain=true. */
+            explanation?: components["schemas"]["Explanation"];
+        };
+        Explanation: {
+            query: components["schemas"]["QueryReading"];
+            /** @description Every memory considered, the returned ones first, best first. */
+            candidates: components["schemas"]["Considered"][];
+        };
         /** @description An entity a memory is about, as a save names it. */
         ExportedEntityRequest: {
             name: string;
@@ -2182,6 +2245,25 @@ export interface components {
         ProposalApproveRequest: {
             key?: string;
             value?: string;
+        };
+        QueryReading: {
+            /** @description The part of the query recall read: the end of a long one. */
+            read: string;
+            /** @description Whether that is less than the whole query. */
+            cut: boolean;
+            /** @description The query's language (ISO 639-1), null when too short or unsure to tell. */
+            language: string | null;
+            /** Format: double */
+            language_probability: number | null;
+            /**
+             * Format: double
+             * @description How likely the query is about the user, null without an embedder.
+             */
+            about_user_probability: number | null;
+            /** @description Read as about the user: memories nearest to it may pass on that alone. */
+            about_user: boolean;
+            /** @description Why similarity alone may let no memory in (small talk with the assistant, a question about someone else), else null. */
+            read_as: string | null;
         };
         /** @description A memory plus its score and the parts the score is made of (serialises RecallHit). */
         RecallResult: {
@@ -5106,7 +5188,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ContextResponse"];
+                    "application/json": components["schemas"]["ExplainedContext"];
                 };
             };
             /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
@@ -5522,6 +5604,8 @@ export interface operations {
             query: {
                 /** @description Recall what was current then: a date (YYYY-MM-DD, as of its end, UTC) or an ISO 8601 date and time. Memories superseded since are included, later ones left out. */
                 as_of?: string;
+                /** @description true adds `explanation`: how the query was read, and every memory recall considered, returned or not, with its score parts, the gate's decision and the reason in words. An explained call counts as no access to the memories. */
+                explain?: boolean;
                 /** @description Only memories this filter matches (docs/api.md, Filters): a JSON object of and/or/not and field conditions (eq, ne, in, nin, gt, gte, lt, lte, contains, exists) on category, key, scope, source, importance, confidence, created_at, updated_at, valid_from, pinned and metadata.<key>[.<key>...]. In a query string, the object's JSON text. */
                 filter?: string;
                 /** @description 0 to 1: return the memories whose relevance (score_parts.relevance before the weights: how close the memory is to the query and how many of its words it holds) reaches it, instead of the relevance gate's decision. 0 returns the top_k by score whatever the gate says (a search box, an admin); left out, the gate decides, which keeps memories that do not bear on the query out. */
@@ -5549,7 +5633,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["RecallResults"];
+                    "application/json": components["schemas"]["ExplainedSearch"];
                 };
             };
             /** @description Invalid input (each field named in `fields`), unreadable JSON, or a wrong Host. */
