@@ -52,6 +52,8 @@ from memories.tool_arguments import (
     ToolArguments,
     json_schema,
 )
+from ops import usage
+from ops.models import UsageKind
 from rest.parsers import LONE_SURROGATE, holds_lone_surrogate
 
 # How a call names the carrier a memory_save scope needs.
@@ -206,19 +208,23 @@ def memory_recall_tool(
     as_of: datetime | None = None,
     min_relevance: float | None = None,
     filter: Node | None = None,
+    count_usage: bool = True,
 ) -> dict:
     """The hybrid recall of GET /api/memories/search: {"data": [memory + score]}; with as_of,
     what was current then; with min_relevance, the gate replaced by that threshold; with a
-    filter, among the memories it matches. Raises EmbedderUnavailable."""
-    hits = memory_recall(
-        query=query_for_recall(query),
-        scopes=context.recall_scopes(user),
-        top_k=top_k,
-        as_of=as_of,
-        min_relevance=min_relevance,
-        memory_filter=filter,
-    )
-    return {"data": RecallResultSerializer(hits, many=True, context=serializer_context(user)).data}
+    filter, among the memories it matches. Counted as a search in the usage figures unless
+    count_usage is false. Raises EmbedderUnavailable."""
+    with usage.counted(UsageKind.SEARCH, tenant_id=user.tenant_id, count=count_usage):
+        hits = memory_recall(
+            query=query_for_recall(query),
+            scopes=context.recall_scopes(user),
+            top_k=top_k,
+            as_of=as_of,
+            min_relevance=min_relevance,
+            memory_filter=filter,
+        )
+        serializer = RecallResultSerializer(hits, many=True, context=serializer_context(user))
+        return {"data": serializer.data}
 
 
 def memory_context_tool(
@@ -229,21 +235,24 @@ def memory_context_tool(
     top_k: int,
     profile: bool = False,
     filter: Node | None = None,
+    count_usage: bool = True,
 ) -> dict:
     """The memory hint of POST /api/memories/context: {"hint", "memories", "profile"}; with
     profile, headed by the user's profile summary; with a filter, of the memories it
-    matches. Raises EmbedderUnavailable."""
-    summary = profile_of(user.id) if profile else None
-    hint, used = memory_hint(
-        query=query,
-        scopes=context.recall_scopes(user),
-        top_k=top_k,
-        budget=settings.MEMORY_HINT_BUDGET_CHARS,
-        profile=summary,
-        memory_filter=filter,
-    )
-    memories = RecallResultSerializer(used, many=True, context=serializer_context(user)).data
-    return {"hint": hint, "memories": memories, "profile": profile_summary_data(summary)}
+    matches. Counted as a context call in the usage figures unless count_usage is false.
+    Raises EmbedderUnavailable."""
+    with usage.counted(UsageKind.CONTEXT, tenant_id=user.tenant_id, count=count_usage):
+        summary = profile_of(user.id) if profile else None
+        hint, used = memory_hint(
+            query=query,
+            scopes=context.recall_scopes(user),
+            top_k=top_k,
+            budget=settings.MEMORY_HINT_BUDGET_CHARS,
+            profile=summary,
+            memory_filter=filter,
+        )
+        memories = RecallResultSerializer(used, many=True, context=serializer_context(user)).data
+        return {"hint": hint, "memories": memories, "profile": profile_summary_data(summary)}
 
 
 def memory_profile_tool(*, user: User, context: ToolContext) -> dict:

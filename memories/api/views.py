@@ -59,7 +59,8 @@ from memories.recall.query import query_for_recall
 from memories.recall.recall import memory_recall, memory_recall_explained
 from memories.recall.scopes import recall_scopes
 from memories.representations import MemorySerializer, ProfileSerializer, profile_summary_data
-from ops import timing
+from ops import timing, usage
+from ops.models import UsageKind
 from rest.inputs import caller, parse_uuid, validated
 from rest.permissions import KeyHasScope
 
@@ -217,6 +218,7 @@ class MemoryViewSet(viewsets.GenericViewSet):
 
     @extend_schema(parameters=[SearchParamsSerializer], responses=ExplainedSearchSerializer)
     @action(detail=False, methods=["get"], filterset_class=None, pagination_class=None)
+    @usage.counts(UsageKind.SEARCH)
     def search(self, request):
         params = validated(SearchParamsSerializer, request, data=request.query_params.dict())
         recalled = dict(
@@ -240,6 +242,7 @@ class MemoryViewSet(viewsets.GenericViewSet):
 
     @extend_schema(request=ContextRequestSerializer, responses=ExplainedContextSerializer)
     @action(detail=False, methods=["post"], filterset_class=None, pagination_class=None)
+    @usage.counts(UsageKind.CONTEXT)
     def context(self, request):
         data = validated(ContextRequestSerializer, request)
         profile = profile_of(request.user.id) if data["profile"] else None
