@@ -3,11 +3,12 @@ edit, and the conversation a memory came from. The views parse input and render;
 show comes from here, memories.selectors and memories.consolidation."""
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Min, Prefetch, Q, QuerySet, Sum
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from extraction.models import ExtractionRun, RunStatus
@@ -16,14 +17,18 @@ from memories.models import (
     ConsolidationProposal,
     Entity,
     Memory,
+    MemoryRevision,
     Message,
     ProposalStatus,
+    RevisionAction,
     Status,
     Topic,
     User,
     WorkSession,
     WorkSessionMessage,
 )
+from ops.models import DailyUsage
+from ops.usage import BUCKET_FIELDS, buckets_of
 from review.forms import AGES
 
 # Messages shown before the first cited one, so the reviewer sees what led up to it.
@@ -47,6 +52,114 @@ def extraction_run_counts(*, actor: User, since: datetime) -> dict[str, int]:
             done=Count("id", filter=Q(status=RunStatus.DONE)),
             skipped=Count("id", filter=Q(status=RunStatus.SKIPPED)),
         )
+    )
+
+
+# --- The dashboard's charts: per day (UTC) since a moment, of what `actor` administers ---------
+
+# An archival whose revision names the memory that took the fact over (superseded_by_id in
+# its snapshot) is a replacement; the others (by hand, a consolidation, a pending proposal a
+# later one replaced) are archivals. Older snapshots without the key count as archivals.
+_REPLACED = Q(action=RevisionAction.ARCHIVE, after__superseded_by_id__isnull=False) & ~Q(
+    after__superseded_by_id=None
+)
+_ARCHIVED = Q(action=RevisionAction.ARCHIVE) & (
+    Q(after__superseded_by_id__isnull=True) | Q(after__superseded_by_id=None)
+)
+
+
+def memory_changes_per_day(*, actor: User, since: datetime) -> dict[str, dict[date, int]]:
+    """Memories created (saved, extracted or imported), replaced and archived per day since
+    `since`, read from the revisions of the memories `actor` administers:
+    {"created": {day: count}, "replaced": ..., "archived": ...}."""
+    revisions = MemoryRevision.objects.filter(created_at__gte=since)
+    if actor.tenant_id is not None:
+        administered = Memory.objects.filter(selectors.memories_administered_by(actor))
+        revisions = revisions.filter(memory_id__in=administered.values("id"))
+    rows = (
+        revisions.annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(
+            created=Count(
+                "id", filter=Q(action__in=[RevisionAction.CREATE, RevisionAction.IMPORT])
+            ),
+            replaced=Count("id", filter=_REPLACED),
+            archived=Count("id", filter=_ARCHIVED),
+        )
+        .order_by()
+    )
+    changes: dict[str, dict[date, int]] = {"created": {}, "replaced": {}, "archived": {}}
+    for row in rows:
+        counted: dict[str, Any] = dict(row)
+        for name, per_day in changes.items():
+            if counted[name]:
+                per_day[counted["day"]] = counted[name]
+    return changes
+
+
+def extraction_runs_per_day(*, actor: User, since: datetime) -> dict[str, dict[date, int]]:
+    """Extraction runs per day since `since` by status, of the users `actor` administers:
+    {status: {day: count}}."""
+    rows = (
+        _runs_administered_by(actor)
+        .filter(created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day", "status")
+        .annotate(count=Count("id"))
+        .order_by()
+    )
+    runs: dict[str, dict[date, int]] = {}
+    for row in rows:
+        runs.setdefault(row["status"], {})[row["day"]] = row["count"]
+    return runs
+
+
+def usage_per_day(*, actor: User, since: date) -> dict[str, dict[date, list[int]]]:
+    """Searches and context calls per day from `since` (ops.usage), with their latency
+    buckets, of every tenant for a local staff login, of its own for a tenant's account:
+    {kind: {day: [bucket counts]}}; the count is their sum."""
+    days = DailyUsage.objects.filter(day__gte=since)
+    if actor.tenant_id is not None:
+        days = days.filter(tenant_id=actor.tenant_id)
+    rows = (
+        days.values("day", "kind")
+        .annotate(**{name: Sum(name) for name in BUCKET_FIELDS})
+        .order_by()
+    )
+    usage: dict[str, dict[date, list[int]]] = {}
+    for row in rows:
+        summed: dict[str, Any] = dict(row)
+        usage.setdefault(summed["kind"], {})[summed["day"]] = buckets_of(summed)
+    return usage
+
+
+# The review queue's age: (name, label, pending at most this old; None: older than the last).
+QUEUE_AGES = (
+    ("hour", "< 1 hour", timedelta(hours=1)),
+    ("day", "1 h – 1 day", timedelta(days=1)),
+    ("week", "1–7 days", timedelta(days=7)),
+    ("older", "> 7 days", None),
+)
+
+
+def pending_by_age(*, actor: User) -> dict[str, Any]:
+    """The pending memories `actor` reviews by age (QUEUE_AGES: {name: count}) and, under
+    "oldest", when the oldest of them was made (None when none waits)."""
+    now = timezone.now()
+    buckets: dict[str, Any] = {}
+    newer_than = None
+    for name, _, limit in QUEUE_AGES:
+        condition = Q()
+        if limit is not None:
+            condition &= Q(created_at__gte=now - limit)
+        if newer_than is not None:
+            condition &= Q(created_at__lt=now - newer_than)
+        buckets[name] = Count("id", filter=condition) if condition else Count("id")
+        newer_than = limit
+    return (
+        selectors.pending_memories(actor=actor)
+        .order_by()
+        .aggregate(**buckets, oldest=Min("created_at"))
     )
 
 

@@ -33,6 +33,7 @@ from memories.models import (
     Topic,
     WorkSession,
 )
+from review import dashboard_charts
 from review import selectors as review_selectors
 from review.forms import (
     BulkActionForm,
@@ -69,14 +70,25 @@ def staff_required(view):
     return wrapper
 
 
+# The charts' windows: the last N days (UTC), today included; ?days= picks one.
+DASHBOARD_DAYS = (7, 30, 90)
+DASHBOARD_DEFAULT_DAYS = 30
+
+
 @staff_required
 def dashboard(request):
     """Memory counts, the last day's extractions (skipped runs are not extractions: they read
     nothing and call no model, so they are counted apart), the last runs and the last day's
     failures with their errors, and the consolidation proposals waiting: of the users and
-    personas the signed-in staff administers (a review key's account: its tenant's)."""
+    personas the signed-in staff administers (a review key's account: its tenant's). Then
+    charts of the last ?days= days (7, 30 or 90; 30 by default): memories created, replaced
+    and archived, extraction runs by outcome, searches and context calls with their p50 and
+    p95, per day; and the review queue's age."""
     since = timezone.now() - timedelta(days=1)
     actor = request.user
+    days = {str(n): n for n in DASHBOARD_DAYS}.get(
+        request.GET.get("days", ""), DASHBOARD_DEFAULT_DAYS
+    )
     return render(
         request,
         "review/dashboard.html",
@@ -88,6 +100,9 @@ def dashboard(request):
                 actor=actor, since=since, limit=RECENT_FAILURES
             ),
             "proposals_pending": review_selectors.pending_proposal_count(actor=actor),
+            "days": days,
+            "day_choices": DASHBOARD_DAYS,
+            "charts": dashboard_charts.dashboard_charts(actor=actor, days=days),
         },
     )
 

@@ -79,12 +79,8 @@ def test_a_call_made_with_count_usage_false_is_not_counted(owner, db):
     make_memory(owner, key="pet", value="Has a dog called Rex")
     context = ToolContext()
 
-    found = memory_recall_tool(
-        user=owner, context=context, query="dog", top_k=3, count_usage=False
-    )
-    hint = memory_context_tool(
-        user=owner, context=context, query="dog", top_k=3, count_usage=False
-    )
+    found = memory_recall_tool(user=owner, context=context, query="dog", top_k=3, count_usage=False)
+    hint = memory_context_tool(user=owner, context=context, query="dog", top_k=3, count_usage=False)
 
     memory_recall_tool(user=owner, context=context, query="dog", top_k=3)
 
@@ -195,9 +191,7 @@ def test_concurrent_calls_lose_no_count_even_the_first_of_the_day():
         try:
             start.wait()
             for i in range(CALLS_PER_THREAD):
-                usage_record(
-                    kind=UsageKind.SEARCH, tenant_id=tenant.id, seconds=0.001 * i, day=day
-                )
+                usage_record(kind=UsageKind.SEARCH, tenant_id=tenant.id, seconds=0.001 * i, day=day)
         except BaseException as exc:  # reported below, in the test's thread
             failures.append(exc)
         finally:
