@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from django.utils.http import parse_header_parameters
 from drf_spectacular.utils import (
@@ -30,7 +31,7 @@ from memories.api.fields import FilterTextField, MetadataField, ScopeField
 from memories.api.serializers import EntityMentionSerializer
 from memories.carriers import carrier_errors
 from memories.errors import ServiceError
-from memories.models import Scope, Source, Status
+from memories.models import Memory, Scope, Source, Status
 from memories.portability import exporting, importing, ndjson
 from memories.representations import MemorySerializer
 from rest.fields import (
@@ -326,6 +327,25 @@ def require_ndjson(request) -> None:
         raise UnsupportedMediaType(detail, field="body")
 
 
+def export_response(
+    memories: QuerySet[Memory], *, request, filename: str = "memories.ndjson"
+) -> StreamingHttpResponse:
+    """The memories (exporting.memories_for_export) as an NDJSON download, a line each as
+    MemoryExportSerializer writes it, streamed: the API's export and the review pages'."""
+    # One serializer for every row: building one costs about a millisecond.
+    serializer = MemoryExportSerializer(context={"request": request})
+
+    def line_of(memory) -> str:
+        data = serializer.to_representation(memory)
+        return json.dumps(data, cls=JSONEncoder, ensure_ascii=False, separators=(",", ":"))
+
+    response = StreamingHttpResponse(
+        exporting.export_lines(memories, line_of=line_of), content_type=NDJSON
+    )
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
 # --- Views -------------------------------------------------------------------------------------
 
 
@@ -350,18 +370,7 @@ class ExportView(APIView):
             include_deleted=params["include_deleted"],
             memory_filter=params.get("filter"),
         )
-        # One serializer for every row: building one costs about a millisecond.
-        serializer = MemoryExportSerializer(context={"request": request})
-
-        def line_of(memory) -> str:
-            data = serializer.to_representation(memory)
-            return json.dumps(data, cls=JSONEncoder, ensure_ascii=False, separators=(",", ":"))
-
-        response = StreamingHttpResponse(
-            exporting.export_lines(memories, line_of=line_of), content_type=NDJSON
-        )
-        response["Content-Disposition"] = 'attachment; filename="memories.ndjson"'
-        return response
+        return export_response(memories, request=request)
 
 
 class ImportView(APIView):
