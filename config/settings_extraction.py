@@ -112,11 +112,19 @@ CELERY_BEAT_SCHEDULE = {
 CONSOLIDATION_SIMILARITY = env.float(
     "CONSOLIDATION_SIMILARITY", default=0.955 if _E5_SIMILARITIES else 0.9
 )
-# The review pages show beside a candidate the user's memories at least this similar (e5:
-# related facts 0.88-0.91, unrelated ones 0.81-0.85; MiniLM spreads them from 0.3 up).
-REVIEW_SIMILAR_MIN_SIMILARITY = env.float(
-    "REVIEW_SIMILAR_MIN_SIMILARITY", default=0.87 if _E5_SIMILARITIES else 0.3
-)
+# The review pages show beside a candidate the user's memories whose similarity, calibrated
+# as recall's (memories/recall/calibration.py: standard deviations above the candidate's
+# similarity to ordinary memories), reaches this: one value for every model. Measured on 39
+# memories of one made-up user (docs/extraction.md, "Similar memories"): at 2.0, 1.8% of the
+# pairs on unrelated subjects pass with multilingual-e5-small (2.3% with MiniLM) and 86% of
+# the restatements of one fact. It replaces REVIEW_SIMILAR_MIN_SIMILARITY, a raw cosine.
+if env.str("REVIEW_SIMILAR_MIN_SIMILARITY", default=""):
+    raise ConfigurationError(
+        "REVIEW_SIMILAR_MIN_SIMILARITY (a raw cosine) is no longer read: set "
+        "REVIEW_SIMILAR_MIN_CALIBRATED (standard deviations above ordinary memories; 2.0 by "
+        "default) instead."
+    )
+REVIEW_SIMILAR_MIN_CALIBRATED = env.float("REVIEW_SIMILAR_MIN_CALIBRATED", default=2.0)
 CONSOLIDATION_STALE_DAYS = env.int("CONSOLIDATION_STALE_DAYS", default=180, minimum=0)
 CONSOLIDATION_STALE_MAX_IMPORTANCE = env.float("CONSOLIDATION_STALE_MAX_IMPORTANCE", default=0.8)
 CONSOLIDATION_MAX_GROUP = env.int("CONSOLIDATION_MAX_GROUP", default=5, minimum=2)

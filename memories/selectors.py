@@ -1,5 +1,6 @@
 """Reads, already limited to what the caller may see: someone else's memory is not found."""
 
+from dataclasses import dataclass
 from uuid import UUID
 
 from django.conf import settings
@@ -133,23 +134,50 @@ def persona_get(*, user: User, persona_id: UUID, field: str = "persona_id") -> P
     return persona
 
 
+# A similar memory this far above ordinary ones (calibrated, below) is shown as "close": in
+# measured pairs, restatements of one fact and a key's other values ("Lives in Lisbon",
+# "Lives in Porto") scored 4 to 9, facts on unrelated subjects never above 3.3
+# (docs/extraction.md, "Similar memories").
+SIMILAR_CLOSE = 4.0
+
+
+@dataclass(frozen=True)
+class SimilarMemory:
+    memory: Memory
+    # Calibrated as recall calibrates (memories.recall.calibration): how many standard
+    # deviations the memories' similarity lies above the candidate's similarity to ordinary
+    # memories of nobody in particular.
+    similarity: float
+
+    @property
+    def closeness(self) -> str:
+        """The word the pages show: "close" (a restatement or another value of the same
+        fact) or "related"."""
+        return "close" if self.similarity >= SIMILAR_CLOSE else "related"
+
+
 def similar_memories(
     memories: list[Memory], *, k: int = 3, min_similarity: float | None = None
-) -> dict:
-    """For each memory, the user's most similar live active memories (with similarity, at
-    least min_similarity, REVIEW_SIMILAR_MIN_SIMILARITY by default), by stored vector, in its
-    own scope and the user's general scope.
+) -> dict[UUID, list[SimilarMemory]]:
+    """For each memory, the user's most similar live active memories, by stored vector, in
+    its own scope and the user's general scope, with their similarity calibrated as recall
+    calibrates a question's (the memory plays the question): those at least min_similarity
+    (REVIEW_SIMILAR_MIN_CALIBRATED by default) above ordinary memories. Raw cosines say
+    little (the default model puts any two memories 0.75-0.85 apart). Without an embedder
+    nothing is measured and none is listed.
     The memory a candidate proposes to replace is shown beside it already, so it is left out."""
+    from memories.recall.calibration import calibrate
     from memories.recall.vector_store import get_vector_store, partition_key, partition_of
 
     if min_similarity is None:
-        min_similarity = settings.REVIEW_SIMILAR_MIN_SIMILARITY
+        min_similarity = settings.REVIEW_SIMILAR_MIN_CALIBRATED
     store = get_vector_store()
-    neighbours: dict = {}
+    neighbours: dict[UUID, list[tuple[UUID, float]]] = {}
     vectors = store.vectors_of(memory_ids=[memory.id for memory in memories])
     for memory in memories:
         vector = vectors.get(memory.id)
-        if vector is None:
+        calibration = calibrate(vector) if vector is not None else None
+        if vector is None or calibration is None:
             neighbours[memory.id] = []
             continue
         partitions = {partition_of(memory)}
@@ -159,13 +187,20 @@ def similar_memories(
             vector=vector, partitions=sorted(partitions), k=k + 1, status=Status.ACTIVE
         )
         shown = {memory.id, memory.supersedes_id}
+        calibrated = [(h.memory_id, calibration.of(h.similarity)) for h in hits]
         neighbours[memory.id] = [
-            h for h in hits if h.memory_id not in shown and h.similarity >= min_similarity
+            (memory_id, similarity)
+            for memory_id, similarity in calibrated
+            if memory_id not in shown and similarity >= min_similarity
         ][:k]
-    wanted = {hit.memory_id for hits in neighbours.values() for hit in hits}
+    wanted = {memory_id for hits in neighbours.values() for memory_id, _ in hits}
     found = Memory.objects.filter(id__in=wanted, deleted_at__isnull=True).in_bulk()
     return {
-        memory_id: [(found[h.memory_id], h.similarity) for h in hits if h.memory_id in found]
+        memory_id: [
+            SimilarMemory(found[other_id], similarity)
+            for other_id, similarity in hits
+            if other_id in found
+        ]
         for memory_id, hits in neighbours.items()
     }
 

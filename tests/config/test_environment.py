@@ -147,15 +147,16 @@ def test_a_visibility_timeout_no_longer_than_the_claim_time_stops_start_up():
     ("embedder", "model", "expected"),
     [
         # multilingual-e5-small puts unrelated facts 0.92-0.95 apart: its own thresholds.
-        ("local", "multilingual-e5-small", "0.96 0.955 0.87 2.0"),
-        ("local", "all-MiniLM-L6-v2", "0.92 0.9 0.3 3.0"),
-        ("openai", "multilingual-e5-small", "0.92 0.9 0.3 2.0"),
+        # The review's similar memories are calibrated: one threshold for every model.
+        ("local", "multilingual-e5-small", "0.96 0.955 2.0 2.0"),
+        ("local", "all-MiniLM-L6-v2", "0.92 0.9 2.0 3.0"),
+        ("openai", "multilingual-e5-small", "0.92 0.9 2.0 2.0"),
     ],
 )
 def test_similarity_thresholds_default_per_model(embedder, model, expected):
     shell = (
         "from django.conf import settings as s; print(s.EXTRACTION_DUPLICATE_SIMILARITY, "
-        "s.CONSOLIDATION_SIMILARITY, s.REVIEW_SIMILAR_MIN_SIMILARITY, s.RECALL_SIMILARITY_FLOOR)"
+        "s.CONSOLIDATION_SIMILARITY, s.REVIEW_SIMILAR_MIN_CALIBRATED, s.RECALL_SIMILARITY_FLOOR)"
     )
     done = manage("shell", "-c", shell, EMBEDDER=embedder, EMBEDDING_LOCAL_MODEL=model)
 
