@@ -1,6 +1,6 @@
 from django.urls import path
 
-from review import views
+from review import users, views
 
 app_name = "review"
 urlpatterns = [
@@ -16,4 +16,8 @@ urlpatterns = [
     path("entities/<uuid:entity_id>/merge", views.entity_merge, name="entity-merge"),
     path("proposals/<uuid:proposal_id>/decide", views.proposal_decide, name="proposal-decide"),
     path("extraction-settings", views.extraction_settings, name="extraction-settings"),
+    path("users", users.users, name="users"),
+    path("users/<uuid:user_id>", users.user, name="user"),
+    path("users/<uuid:user_id>/export", users.user_export, name="user-export"),
+    path("users/<uuid:user_id>/erase", users.user_erase_view, name="user-erase"),
 ]

@@ -387,6 +387,28 @@ def api_calls(acme) -> dict[str, list[Call]]:
             )
         ],
         "review:proposals": [Call("GET", "/review/proposals")],
+        # alice's page shows her persona_user memory, with the persona's name.
+        "review:users": [Call("GET", "/review/users"), Call("GET", "/review/users?q=alice")],
+        "review:user": [
+            Call("GET", f"/review/users/{acme.alice.id}", ids=[str(acme.alice.id)]),
+            Call(
+                "GET",
+                f"/review/users/{acme.alice.id}?scope=persona_user&memory={m['persona_user']}",
+                ids=[str(acme.alice.id), m["persona_user"]],
+            ),
+        ],
+        "review:user-export": [
+            Call("GET", f"/review/users/{acme.alice.id}/export", ids=[str(acme.alice.id)])
+        ],
+        "review:user-erase": [
+            Call(
+                "POST",
+                f"/review/users/{acme.alice.id}/erase",
+                {"confirm": "ext-alice"},
+                content_type="form",
+                ids=[str(acme.alice.id)],
+            )
+        ],
         "review:proposal-decide": [
             Call(
                 "POST",
