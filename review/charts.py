@@ -16,6 +16,7 @@ WIDTH, HEIGHT = 400, 200
 LEFT, RIGHT, TOP, BOTTOM = 40, 8, 24, 22
 PLOT_WIDTH, PLOT_HEIGHT = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
 BAR_SHARE = 0.7  # of a column's width; the rest is the gap between bars
+MAX_BAR_WIDTH = 48  # a few columns (the queue's ages) get bars, not blocks
 MAX_DAY_LABELS = 4
 
 
@@ -184,7 +185,7 @@ def stacked_bars(
     stacks = [sum(values.get(s.key, {}).get(c.key, 0) for s in series) for c in columns]
     top = nice_ceiling(max(stacks), whole=True)
     band = PLOT_WIDTH / len(columns)
-    bar_width = max(1.0, band * BAR_SHARE)
+    bar_width = min(MAX_BAR_WIDTH, max(1.0, band * BAR_SHARE))
     for index, column in enumerate(columns):
         x = LEFT + band * index + (band - bar_width) / 2
         below = 0
