@@ -16,6 +16,7 @@ from memories.errors import ServiceError
 from memories.models import User
 from memories.portability.exporting import memories_for_export
 from review import user_selectors
+from review.playground import playground
 from review.user_forms import EraseForm, UserMemoryFilterForm, UserSearchForm, erase_confirmation
 from review.views import PAGE_SIZE, staff_required
 
@@ -92,6 +93,7 @@ def user(request, user_id):
             "history_of": history_of,
             "confirmation": erase_confirmation(shown),
             "erasable": not (shown.is_staff or shown.is_superuser),
+            **playground(request, shown),
         },
     )
 
