@@ -6,7 +6,7 @@ decision and the reason in words, and how the query was read. The API's own expl
 with explain=true answers it), so the page and the API cannot disagree. It counts as no
 access to the memories and as no context call in the usage figures."""
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django import forms
 from django.conf import settings
@@ -66,7 +66,7 @@ class RecallPlaygroundForm(forms.Form):
     def clean_as_of(self) -> datetime | None:
         moment = self.cleaned_data.get("as_of")
         if moment is not None and timezone.is_naive(moment):
-            moment = timezone.make_aware(moment, timezone.UTC)
+            moment = timezone.make_aware(moment, UTC)
         return moment
 
 

@@ -74,7 +74,10 @@ def test_the_bars_are_the_apis_score_parts(staff_client, lena):
     for key, row in shown.items():
         expected = explained[key]
         assert row.attrs["data-decision"] == expected["decision"], key
-        bars = {rect.attrs["data-part"]: float(rect.attrs["data-value"]) for rect in row.find_all("rect")}
+        bars = {
+            rect.attrs["data-part"]: float(rect.attrs["data-value"])
+            for rect in row.find_all("rect")
+        }
         parts = expected["score_parts"] or {}
         assert bars == pytest.approx({p: v for p, v in parts.items() if v > 0}), key
     assert shown["diet"].attrs["data-decision"] == "returned"
