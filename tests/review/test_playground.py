@@ -123,3 +123,23 @@ def test_a_review_key_of_another_tenant_gets_404(db):
     response = client.get(f"/review/users/{user.id}", {"recall-message": "jazz"})
 
     assert response.status_code == 404
+
+
+def test_as_of_recalls_what_was_current_then(staff_client, lena):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    before = timezone.now() - timedelta(minutes=5)
+    Memory.objects.filter(user=lena).update(valid_from=before - timedelta(days=1))
+    api = client_for(lena)
+    api.post("/api/memories", {"key": "home", "value": "Lives in Madrid now"}, format="json")
+    message = "Where do I live?"
+
+    now_rows = rows(playground_page(staff_client, lena, message))
+    then_rows = rows(
+        playground_page(staff_client, lena, message, as_of=before.strftime("%Y-%m-%dT%H:%M"))
+    )
+
+    assert "Madrid" in now_rows["home"].text and "Porto" not in now_rows["home"].text
+    assert "Porto" in then_rows["home"].text
