@@ -39,6 +39,9 @@ class DailyUsage(models.Model):
     day = models.DateField()
     tenant_id = models.UUIDField(null=True, blank=True)
     kind = models.CharField(max_length=8, choices=UsageKind.choices)
+    # Each worker process counts in a row of its own (ops.usage.shard_of), so concurrent
+    # calls of one tenant do not queue on one row's lock; the figures are their sum.
+    shard = models.PositiveSmallIntegerField(default=0)
     count = models.PositiveBigIntegerField(default=0)
     ms_0_5 = models.PositiveBigIntegerField(default=0)
     ms_5_10 = models.PositiveBigIntegerField(default=0)
@@ -61,10 +64,11 @@ class DailyUsage(models.Model):
             # One row per day, kind and tenant; NULLs are distinct in a unique index on both
             # databases, so the rows of local accounts (no tenant) get one of their own.
             models.UniqueConstraint(
-                fields=["day", "kind", "tenant_id"], name="daily_usage_one_row_per_tenant"
+                fields=["day", "kind", "tenant_id", "shard"],
+                name="daily_usage_one_row_per_tenant",
             ),
             models.UniqueConstraint(
-                fields=["day", "kind"],
+                fields=["day", "kind", "shard"],
                 condition=Q(tenant_id__isnull=True),
                 name="daily_usage_one_row_without_tenant",
             ),

@@ -4,8 +4,11 @@ p50 and p95 are read. The interfaces that answer them (REST, the tools, MCP) cou
 with `counted`; what the review pages run for staff (the recall playground) does not.
 
 Each call costs one UPDATE of its day's row, `count + 1` and one bucket + 1 computed by the
-database, so concurrent calls never lose one; the day's first call inserts the row."""
+database, so concurrent calls never lose one; the day's first call inserts the row. Each
+worker process has rows of its own (SHARDS of them a day, kind and tenant at most), so the
+calls of many workers do not wait on one row's lock."""
 
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date
@@ -19,6 +22,12 @@ from django.utils import timezone
 from ops.models import LATENCY_BUCKETS, DailyUsage
 
 BUCKET_FIELDS = tuple(name for name, _ in LATENCY_BUCKETS)
+SHARDS = 8
+
+
+def shard_of(process_id: int | None = None) -> int:
+    """The row a worker process counts in: its process id modulo SHARDS."""
+    return (os.getpid() if process_id is None else process_id) % SHARDS
 
 
 def bucket_of(milliseconds: float) -> str:
@@ -29,7 +38,7 @@ def bucket_of(milliseconds: float) -> str:
     raise AssertionError("the last bucket has no upper bound")  # pragma: no cover
 
 
-def _add_one(*, day: date, kind: str, tenant_id: UUID | None, bucket: str) -> bool:
+def _add_one(*, day: date, kind: str, tenant_id: UUID | None, bucket: str, shard: int) -> bool:
     """count + 1 and bucket + 1 on the day's row, computed by the database in one UPDATE
     (what F("count") + 1 writes), so that concurrent calls never overwrite each other's
     counts. False when the row is not there yet."""
@@ -46,14 +55,14 @@ def _add_one(*, day: date, kind: str, tenant_id: UUID | None, bucket: str) -> bo
     column = quote(bucket)
     tenant_field = DailyUsage._meta.get_field("tenant_id")
     tenant = "tenant_id IS NULL" if tenant_id is None else f"{quote('tenant_id')} = %s"
-    parameters = [connection.ops.adapt_datefield_value(day), kind]
+    parameters = [connection.ops.adapt_datefield_value(day), kind, shard]
     if tenant_id is not None:
         parameters.append(tenant_field.get_db_prep_value(tenant_id, connection))
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {quote(DailyUsage._meta.db_table)} SET count = count + 1, "
             f"{column} = {column} + 1{asynchronous_commit} "
-            f"WHERE day = %s AND kind = %s AND {tenant}",
+            f"WHERE day = %s AND kind = %s AND shard = %s AND {tenant}",
             parameters,
         )
         return cursor.rowcount > 0
@@ -66,18 +75,19 @@ def usage_record(
     one UPDATE; the day's first call inserts the row."""
     day = day or timezone.now().date()
     bucket = bucket_of(seconds * 1000)
-    if _add_one(day=day, kind=kind, tenant_id=tenant_id, bucket=bucket):
+    shard = shard_of()
+    if _add_one(day=day, kind=kind, tenant_id=tenant_id, bucket=bucket, shard=shard):
         return
     try:
         # A savepoint: a caller inside a transaction goes on after the IntegrityError.
         with transaction.atomic():
             DailyUsage.objects.create(
-                day=day, kind=kind, tenant_id=tenant_id, count=1, **{bucket: 1}
+                day=day, kind=kind, tenant_id=tenant_id, shard=shard, count=1, **{bucket: 1}
             )
     except IntegrityError:
         # Another call inserted the day's row between our UPDATE and INSERT (the unique
         # constraint made ours wait for its commit): add to that row.
-        _add_one(day=day, kind=kind, tenant_id=tenant_id, bucket=bucket)
+        _add_one(day=day, kind=kind, tenant_id=tenant_id, bucket=bucket, shard=shard)
 
 
 @contextmanager

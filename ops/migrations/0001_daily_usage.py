@@ -18,6 +18,7 @@ class Migration(migrations.Migration):
                 ('day', models.DateField()),
                 ('tenant_id', models.UUIDField(blank=True, null=True)),
                 ('kind', models.CharField(choices=[('search', 'Search'), ('context', 'Context')], max_length=8)),
+                ('shard', models.PositiveSmallIntegerField(default=0)),
                 ('count', models.PositiveBigIntegerField(default=0)),
                 ('ms_0_5', models.PositiveBigIntegerField(default=0)),
                 ('ms_5_10', models.PositiveBigIntegerField(default=0)),
@@ -36,7 +37,7 @@ class Migration(migrations.Migration):
                 ('ms_2500_up', models.PositiveBigIntegerField(default=0)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('day', 'kind', 'tenant_id'), name='daily_usage_one_row_per_tenant'), models.UniqueConstraint(condition=models.Q(('tenant_id__isnull', True)), fields=('day', 'kind'), name='daily_usage_one_row_without_tenant')],
+                'constraints': [models.UniqueConstraint(fields=('day', 'kind', 'tenant_id', 'shard'), name='daily_usage_one_row_per_tenant'), models.UniqueConstraint(condition=models.Q(('tenant_id__isnull', True)), fields=('day', 'kind', 'shard'), name='daily_usage_one_row_without_tenant')],
             },
         ),
     ]

@@ -25,7 +25,7 @@ def usage_rows() -> dict[tuple[str, object], int]:
     rows = {}
     for row in DailyUsage.objects.filter(day=timezone.now().date()):
         assert row.count == sum(getattr(row, name) for name in BUCKET_FIELDS), row
-        rows[(row.kind, row.tenant_id)] = row.count
+        rows[(row.kind, row.tenant_id)] = rows.get((row.kind, row.tenant_id), 0) + row.count
     return rows
 
 
@@ -162,14 +162,18 @@ def test_the_first_call_of_a_day_inserts_its_row_and_the_next_ones_add_to_it(db)
     assert (context.count, context.ms_150_250) == (1, 1)
 
 
-def test_a_day_without_a_tenant_has_one_row_only(db):
+def test_a_day_without_a_tenant_has_one_row_a_worker_only(db):
     from django.db import IntegrityError
+
+    from ops.usage import shard_of
 
     day = date(2026, 3, 14)
     usage_record(kind=UsageKind.SEARCH, tenant_id=None, seconds=0.01, day=day)
 
     with pytest.raises(IntegrityError), transaction.atomic():
-        DailyUsage.objects.create(day=day, kind=UsageKind.SEARCH, tenant_id=None, count=1)
+        DailyUsage.objects.create(
+            day=day, kind=UsageKind.SEARCH, tenant_id=None, shard=shard_of(), count=1
+        )
 
 
 # --- Concurrent calls --------------------------------------------------------------------------
@@ -208,3 +212,22 @@ def test_concurrent_calls_lose_no_count_even_the_first_of_the_day():
     assert row.count == THREADS * CALLS_PER_THREAD
     assert sum(buckets_of({f: getattr(row, f) for f in BUCKET_FIELDS})) == row.count
     assert row.ms_0_5 == THREADS * 6  # 0-5 ms of each thread's 25 calls
+
+
+def test_each_worker_process_counts_in_a_row_of_its_own_and_the_dashboard_sums_them(
+    db, staff, monkeypatch
+):
+    from ops import usage
+    from review.selectors import usage_per_day
+
+    for process_id, seconds in ((101, 0.004), (102, 0.012), (102, 0.012), (109, 0.3)):
+        monkeypatch.setattr(usage, "shard_of", lambda process_id=process_id: process_id % 8)
+        usage_record(kind=UsageKind.SEARCH, tenant_id=None, seconds=seconds)
+
+    today = timezone.now().date()
+    rows = DailyUsage.objects.filter(day=today, kind=UsageKind.SEARCH)
+    # 101 and 109 share row 5 (modulo 8), 102 has row 6.
+    assert sorted((row.shard, row.count) for row in rows) == [(5, 2), (6, 2)]
+    buckets = usage_per_day(actor=staff, since=today)[UsageKind.SEARCH][today]
+    assert sum(buckets) == 4
+    assert buckets[BUCKET_FIELDS.index(bucket_of(12))] == 2
