@@ -69,6 +69,9 @@ GRID: list[dict] = [
     {"near_best_band": 1.5},
     {"keyword_weight": 0.0},
     {"keyword_weight": 2.0},
+    # Where the vector half of relevance saturates (ranking and the hint's cut, not the gate).
+    {"similarity_span": 8.0},
+    {"similarity_span": 12.0},
 ]
 
 

@@ -44,7 +44,7 @@ RECALL_RECENCY_HALF_LIFE_DAYS = env.float("RECALL_RECENCY_HALF_LIFE_DAYS", defau
 _RELEVANCE_DEFAULTS = {
     "multilingual-e5-small": {
         "floor": 2.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
-        "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0,
+        "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 10.0,
         "vector_share": 0.7, "keyword_pass": 0.8,
     },
     "all-MiniLM-L6-v2": {
