@@ -410,3 +410,22 @@ def test_the_async_client_takes_metadata_and_filters(service):
     assert listed == ["home"]
     assert hits == ["diet"]
     assert [line["key"] for line in exported] == ["home"]
+
+
+def test_why_these_memories_through_the_client(service):
+    with service.client() as alice:
+        alice.save(key="music", value="Loves 1970s jazz fusion")
+        alice.save(key="home", value="Lives in Porto")
+        searched = alice.search_explained("jazz")
+        context = alice.context("Who wrote the Odyssey?", explain=True)
+        plain = alice.context("jazz")
+
+    [hit] = searched["data"]
+    returned = [c for c in searched["explanation"]["candidates"] if c["decision"] == "returned"]
+    assert [c["memory"]["id"] for c in returned] == [hit["id"]]
+    assert returned[0]["score_parts"] == hit["score_parts"]
+    assert context["hint"] == ""
+    reasons = {c["memory"]["key"]: c["reason"] for c in context["explanation"]["candidates"]}
+    assert reasons["home"] == "not about the user and too far from the question"
+    assert context["explanation"]["query"]["about_user"] is False
+    assert "explanation" not in plain

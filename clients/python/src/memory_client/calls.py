@@ -17,6 +17,7 @@ from memory_client.types import (
     Context,
     Entity,
     EntityDetail,
+    ExplainedSearch,
     ExportedMemory,
     ExtractionRun,
     Filter,
@@ -131,9 +132,20 @@ def search(
     return Call("GET", "/api/memories/search", _data, params=params)
 
 
+def search_explained(
+    query: str, top_k: int = 10, *, filter: Filter | None = None, **context: Any
+) -> Call[ExplainedSearch]:
+    """search() with explain=true: {"data": the results, "explanation": how the query was
+    read and every memory recall considered, returned or not, with its score parts and the
+    reason in words}. Counts as no access."""
+    params = _params({"q": query, "top_k": top_k, "filter": filter, "explain": "true", **context})
+    return Call("GET", "/api/memories/search", _json, params=params)
+
+
 def context(query: str, *, filter: Filter | None = None, **context: Any) -> Call[Context]:
     """The hint for a model turn and the memories in it (POST /api/memories/context);
-    `context` as for search, and top_k; profile=True puts the user's profile summary first.
+    `context` as for search, and top_k; profile=True puts the user's profile summary first;
+    explain=True adds `explanation` (as search_explained; counts as no access).
     `filter` as for search: the hint, its pinned memories too, is made of the memories it
     matches."""
     body = _body({"query": query, "filter": dict(filter) if filter else None, **context})

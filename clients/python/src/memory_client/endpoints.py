@@ -107,6 +107,7 @@ class Endpoints:
     save = endpoint(calls.save)
     save_many = endpoint(calls.save_many)
     search = endpoint(calls.search)
+    search_explained = endpoint(calls.search_explained)
     context = endpoint(calls.context)
     get = endpoint(calls.get)
     update = endpoint(calls.update)

@@ -122,10 +122,48 @@ class ProfileSummary(TypedDict):
     error: str  # why the LLM did not write it (the template did); "" if nothing failed
 
 
+class QueryReading(TypedDict):
+    """What recall made of the query (explain=True)."""
+
+    read: str  # the part recall read: the end of a long message
+    cut: bool
+    language: str | None  # ISO 639-1, None when unsure
+    language_probability: float | None
+    about_user_probability: float | None
+    about_user: bool
+    read_as: str | None  # small talk or a question about others, else None
+
+
+class Considered(TypedDict):
+    """A memory recall considered, returned or not, and why (explain=True)."""
+
+    memory: Memory
+    decision: str  # "returned" or "excluded"
+    reason: str
+    gate: str | None
+    score: float | None
+    score_parts: ScoreParts | None
+    similarity: float | None
+    calibrated_similarity: float | None
+    keyword_evidence: float
+    entity_evidence: float
+
+
+class Explanation(TypedDict):
+    query: QueryReading
+    candidates: list[Considered]
+
+
+class ExplainedSearch(TypedDict):
+    data: list[RecallResult]
+    explanation: Explanation
+
+
 class Context(TypedDict):
     hint: str
     memories: list[RecallResult]
     profile: ProfileSummary | None  # with profile=True, once a summary has been written
+    explanation: NotRequired[Explanation]  # with explain=True
 
 
 class CategoryGroup(TypedDict):
