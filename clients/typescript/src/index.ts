@@ -13,7 +13,11 @@ type Schemas = components["schemas"];
 export type Memory = Schemas["Memory"];
 export type SavedMemory = Schemas["SavedMemory"];
 export type RecallResult = Schemas["RecallResult"];
-export type ContextResponse = Schemas["ContextResponse"];
+/** The hint and its memories; `explanation` only with `explain: true`. */
+export type ContextResponse = Schemas["ExplainedContext"];
+/** search with explain: the results, and how the query was read and every memory considered. */
+export type ExplainedSearch = Schemas["ExplainedSearch"];
+export type Explanation = Schemas["Explanation"];
 export type ErrorBody = Schemas["Error"];
 export type MemoryCreate = Schemas["MemoryCreateRequest"];
 export type MemoryUpdate = Schemas["PatchedMemoryUpdateRequest"];
@@ -195,8 +199,23 @@ export class MemoryClient {
     return answer.data;
   }
 
+  /** `search` and why (`explain=true`): `data`, the results, and `explanation`, how the query
+   * was read and every memory recall considered, returned or not, with its score parts and
+   * the reason in words. Counts as no access. */
+  async searchExplained(
+    query: string,
+    options: Omit<SearchOptions, "explain"> = {},
+  ): Promise<ExplainedSearch> {
+    return unwrap(
+      await this.raw.GET("/api/memories/search", {
+        params: { query: { ...withFilterText(options), q: query, explain: true } },
+      }),
+    );
+  }
+
   /** The hint for a model turn's system prompt and the memories it was made from; with
-   * `filter`, made of the memories it matches (pinned ones too). */
+   * `filter`, made of the memories it matches (pinned ones too); `explain: true` adds
+   * `explanation`, as `searchExplained`. */
   async context(query: string, options: ContextOptions = {}): Promise<ContextResponse> {
     return unwrap(await this.raw.POST("/api/memories/context", { body: { ...options, query } }));
   }

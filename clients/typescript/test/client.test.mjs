@@ -68,6 +68,28 @@ test("search answers the matching memory with its score, context the hint", asyn
   assert.ok(context.memories.some((memory) => memory.key === "home"));
 });
 
+test("searchExplained says why each memory was returned or left out", async () => {
+  const client = clientForNewUser();
+  await client.save({ key: "music", value: "Loves 1970s jazz fusion" });
+  await client.save({ key: "home", value: "Lives in Porto" });
+
+  const explained = await client.searchExplained("jazz");
+  assert.deepEqual(
+    explained.data.map((hit) => hit.key),
+    ["music"],
+  );
+  const byKey = Object.fromEntries(
+    explained.explanation.candidates.map((c) => [c.memory.key, c]),
+  );
+  assert.equal(byKey.music.decision, "returned");
+  assert.deepEqual(byKey.music.score_parts, explained.data[0].score_parts);
+  assert.equal(byKey.home.decision, "excluded");
+  assert.ok(byKey.home.reason.length > 0);
+
+  const context = await client.context("Who wrote the Odyssey?", { explain: true });
+  assert.equal(context.explanation?.query.about_user, false);
+});
+
 test("list follows the pages to every memory", async () => {
   const client = clientForNewUser();
   for (const key of ["home", "job", "diet"]) {
