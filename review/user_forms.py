@@ -49,6 +49,14 @@ class UserMemoryFilterForm(forms.Form):
         required=False,
     )
     memory = forms.UUIDField(required=False, widget=forms.HiddenInput)
+    group = forms.ChoiceField(
+        choices=[
+            ("category", "by category"),
+            ("entity", "by person or thing"),
+            ("pinned", "pinned first"),
+        ],
+        required=False,
+    )
 
     def __init__(self, *args, user: User, **kwargs):
         super().__init__(*args, **kwargs)

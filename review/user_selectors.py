@@ -2,7 +2,7 @@
 memory counts, one user's memories as the page filters them, and the timeline of changes to
 their memories read from the revisions."""
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -117,6 +117,41 @@ def user_memories(*, user: User, filters: Mapping[str, Any]) -> QuerySet[Memory]
             "id",
         )
     )
+
+
+@dataclass
+class MemoryGroup:
+    label: str
+    memories: list[Memory]
+
+
+def grouped(memories: Sequence[Memory], by: str) -> list[MemoryGroup]:
+    """A page's memories in groups, in the page's order within each: by category (as
+    ordered, the uncategorised last), by entity (a memory under each person or thing it is
+    about, groups by name, "about no one" last), or pinned and not pinned."""
+    groups: dict[str, list[Memory]] = {}
+    if by == "entity":
+        about_no_one = []
+        for memory in memories:
+            entities = list(memory.entities.all())  # prefetched
+            if not entities:
+                about_no_one.append(memory)
+            for entity in entities:
+                label = f"{entity.name} ({entity.relation})" if entity.relation else entity.name
+                groups.setdefault(label, []).append(memory)
+        ordered = [MemoryGroup(label, groups[label]) for label in sorted(groups, key=str.casefold)]
+        return ordered + ([MemoryGroup("about no one", about_no_one)] if about_no_one else [])
+    if by == "pinned":
+        pinned = [memory for memory in memories if memory.pinned]
+        others = [memory for memory in memories if not memory.pinned]
+        return [
+            group
+            for group in (MemoryGroup("pinned", pinned), MemoryGroup("not pinned", others))
+            if group.memories
+        ]
+    for memory in memories:
+        groups.setdefault(memory.category or "no category", []).append(memory)
+    return [MemoryGroup(label, members) for label, members in groups.items()]
 
 
 @dataclass

@@ -70,6 +70,7 @@ def user(request, user_id):
         chosen = filters.cleaned_data
     memories = user_selectors.user_memories(user=shown, filters=chosen)
     page = Paginator(memories, MEMORIES_PAGE_SIZE).get_page(request.GET.get("page"))
+    shown_memories = list(page.object_list)
     history_of = chosen.get("memory")
     query = request.GET.copy()
     query.pop("page", None)
@@ -81,7 +82,8 @@ def user(request, user_id):
         {
             "shown": shown,
             "page": page,
-            "memories": list(page.object_list),
+            "memories": shown_memories,
+            "groups": user_selectors.grouped(shown_memories, chosen.get("group") or "category"),
             "filters": filters,
             "status": chosen.get("status") or user_selectors.CURRENT,
             "filter_query": query.urlencode(),

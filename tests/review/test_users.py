@@ -406,7 +406,13 @@ def test_the_filters_narrow_the_memories_and_the_timeline(staff_client, dana, sc
     assert shown_memory_ids(by_topic) == [str(scoped["in topic"].id)]
     assert shown_memory_ids(by_scope) == [str(scoped["own"].id)]
     form = by_project.find("form", id="filters").form_data()
-    assert form == {"scope": "", "project": str(scoped["project"].id), "topic": "", "status": ""}
+    assert form == {
+        "scope": "",
+        "project": str(scoped["project"].id),
+        "topic": "",
+        "status": "",
+        "group": "category",
+    }
 
 
 def test_invalid_filters_are_ignored_and_the_valid_ones_still_apply(staff_client, dana, scoped):
@@ -680,3 +686,33 @@ def test_the_default_tenant_is_shown_on_each_row(staff_client, dana):
     row = page_of(staff_client.get(USERS, {"q": "dana"})).find("tr", cls="user-row")
 
     assert row.find("td").text == default_tenant().slug
+
+
+def test_the_memories_group_by_entity_or_pin_as_asked(staff_client, dana):
+    saved(dana, "wife", "Married to Priya", category="family", pinned=True, entities=[])
+    saved(
+        dana,
+        "anniversary",
+        "Anniversary with Priya is in May",
+        entities=[{"name": "Priya", "relation": "wife", "kind": "person"}],
+    )
+    make_memory(dana, key="job", value="Works as a baker", category="work")
+
+    def groups(group: str) -> dict[str, list[str]]:
+        page = page_of(staff_client.get(user_url(dana), {"group": group}))
+        return {
+            body.attrs["data-group"]: [
+                row.find(cls="key").text for row in body.find_all("tr", cls="memory")
+            ]
+            for body in page.find_all("tbody")
+            if "data-group" in body.attrs
+        }
+
+    by_entity = groups("entity")
+    assert by_entity["Priya (wife)"] == ["anniversary"]
+    assert set(by_entity["about no one"]) >= {"job"}
+    assert list(by_entity)[-1] == "about no one"
+    by_pin = groups("pinned")
+    assert list(by_pin) == ["pinned", "not pinned"]
+    assert by_pin["pinned"] == ["wife"]
+    assert "work" in groups("category") and "work" in groups("nonsense")
