@@ -102,6 +102,19 @@ def expired_reason(expires_at: datetime) -> str:
     return EXPIRED.format(expires_at=expires_at)
 
 
+def in_order(candidates: list[Considered]) -> list[Considered]:
+    """Returned first (the pinned ones at their head, as in the hint), then the rest, each
+    part best score first."""
+    return sorted(
+        candidates,
+        key=lambda c: (
+            c.decision != RETURNED,
+            c.reason != PINNED,
+            -(c.score.total if c.score is not None else 0.0),
+        ),
+    )
+
+
 def with_memories(explanation: Explanation) -> Explanation:
     """The explanation with each candidate's memory read (one query); a candidate whose
     memory was deleted meanwhile is left out."""

@@ -49,6 +49,7 @@ from memories.recall.explain import (
     RETURNED,
     Considered,
     Explanation,
+    in_order,
 )
 from memories.recall.query import query_for_recall
 from memories.recall.recall import (
@@ -362,6 +363,7 @@ def _explain_hint(
             considered.reason = NOT_CLOSE_TO_BEST.format(share=share)
         else:
             considered.reason = OVER_BUDGET
+    explanation.candidates = in_order(explanation.candidates)
 
 
 def profile_of(user_id) -> Profile | None:

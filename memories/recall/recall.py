@@ -383,9 +383,7 @@ def rank(
                 explained[memory_id].decision = explain_.RETURNED
             else:
                 explained[memory_id].reason = explain_.BELOW_TOP_K.format(top_k=top_k)
-        considered.extend(
-            sorted(explained.values(), key=lambda c: -c.score.total if c.score else 0.0)
-        )
+        considered.extend(explain_.in_order(list(explained.values())))
     return [(memory_id, score) for memory_id, score, _, _ in scored[:top_k]]
 
 

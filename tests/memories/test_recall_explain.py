@@ -147,3 +147,19 @@ def test_explain_takes_a_boolean(api, value):
     response = api.post(CONTEXT_URL, {"query": "jazz", "explain": "yes"}, format="json")
     assert response.status_code == 400
     assert "explain" in response.json()["fields"]
+
+
+@pytest.mark.parametrize(
+    "query", ["dogs", "user occupation", "What should I cook tonight?", "Who wrote the Odyssey?"]
+)
+def test_the_returned_candidates_come_first_the_pinned_at_their_head(api, query):
+    searched = api.get(SEARCH_URL, {"q": query, "explain": "true"}).json()["explanation"]
+    hinted = api.post(CONTEXT_URL, {"query": query, "explain": True}, format="json").json()
+
+    for candidates in (searched["candidates"], hinted["explanation"]["candidates"]):
+        decisions = [c["decision"] for c in candidates]
+        assert decisions == sorted(decisions, key=lambda d: d != "returned"), query
+    # The hint's memories in the hint's order: the pinned one heads both.
+    returned = [c for c in hinted["explanation"]["candidates"] if c["decision"] == "returned"]
+    assert returned[0]["reason"] == explain.PINNED
+    assert [c["memory"]["key"] for c in returned] == [m["key"] for m in hinted["memories"]]
