@@ -45,12 +45,12 @@ _RELEVANCE_DEFAULTS = {
     "multilingual-e5-small": {
         "floor": 2.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
         "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 10.0,
-        "vector_share": 0.7, "keyword_pass": 0.8,
+        "vector_share": 0.7, "keyword_pass": 0.8, "language_offset": 0.5,
     },
     "all-MiniLM-L6-v2": {
         "floor": 3.0, "about_user_weight": 1.5, "keyword_weight": 1.0, "about_user_floor": 0.5,
         "about_user_cap": float("inf"), "near_best": 0.0, "band": 1.0, "keyword": 0.3, "span": 8.0,
-        "vector_share": 0.6, "keyword_pass": 0.8,
+        "vector_share": 0.6, "keyword_pass": 0.8, "language_offset": 0.0,
     },
 }
 # fmt: on
@@ -73,6 +73,15 @@ RECALL_NEAR_BEST_BAND = env.float("RECALL_NEAR_BEST_BAND", default=_relevance["b
 RECALL_KEYWORD_FLOOR = env.float("RECALL_KEYWORD_FLOOR", default=_relevance["keyword"])
 RECALL_KEYWORD_PASS = env.float("RECALL_KEYWORD_PASS", default=_relevance["keyword_pass"])
 RECALL_SIMILARITY_SPAN = env.float("RECALL_SIMILARITY_SPAN", default=_relevance["span"])
+# The share (0..1) of a language's pull taken off a memory in another language than the
+# question (memories/recall/calibration.py): a multilingual model puts a question nearer to
+# every text of its own language. 0.5 for multilingual-e5-small, chosen on the tuning part
+# (docs/benchmarks.md); 0 for all-MiniLM-L6-v2, which reads English only.
+RECALL_LANGUAGE_OFFSET = env.float(
+    "RECALL_LANGUAGE_OFFSET", default=_relevance["language_offset"]
+)
+if not 0 <= RECALL_LANGUAGE_OFFSET <= 1:
+    raise ConfigurationError(f"RECALL_LANGUAGE_OFFSET={RECALL_LANGUAGE_OFFSET}: expected 0..1")
 if RECALL_SIMILARITY_SPAN <= 0:
     raise ConfigurationError(f"RECALL_SIMILARITY_SPAN={RECALL_SIMILARITY_SPAN}: expected > 0")
 # The share a memory of a more specific scope adds to its score (0.10: a session memory scores

@@ -123,6 +123,20 @@ class NormalisedKeyField(models.CharField):
         return value
 
 
+class LanguageField(models.CharField):
+    """The language the memory's value is written in (memories.recall.languages; "" when the
+    guess is too unsure), computed whenever the row is saved or bulk-created (a raw save, as
+    import's, sets it itself). Recall reads it to measure a memory in another language than
+    the question fairly (memories.recall.calibration)."""
+
+    def pre_save(self, model_instance, add):
+        from memories.recall.languages import language_of
+
+        value = language_of(model_instance.value)
+        setattr(model_instance, self.attname, value)
+        return value
+
+
 class Memory(models.Model):
     """One remembered fact. `user` is whom it is about (null for persona scope); the API's
     owner_id is the persona for persona scopes and the user otherwise."""
@@ -189,6 +203,7 @@ class Memory(models.Model):
     )
     # The key as writes compare it (memories.models.normalise): a key names one fact of a scope.
     key_normalised = NormalisedKeyField(max_length=settings.MEMORY_KEY_MAX_LENGTH, editable=False)
+    language = LanguageField(max_length=8, blank=True, default="", editable=False)
     # When the fact became current, and when it stopped being current (null while it is;
     # set when it was superseded or archived). A pending memory becomes current when approved.
     valid_from = models.DateTimeField(default=timezone.now)
@@ -272,6 +287,8 @@ class Memory(models.Model):
     def save(self, *args, update_fields=None, **kwargs):
         if update_fields is not None and "key" in update_fields:
             update_fields = [*update_fields, "key_normalised"]
+        if update_fields is not None and "value" in update_fields:
+            update_fields = [*update_fields, "language"]
         super().save(*args, update_fields=update_fields, **kwargs)
 
     @property

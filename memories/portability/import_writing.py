@@ -31,6 +31,7 @@ from memories.portability.import_plan import (
     superseded_holders,
 )
 from memories.recall.index import index_memory, index_new_memories, index_status, unindex_memories
+from memories.recall.languages import language_of
 from memories.retention.expiry import retention_refresh_written
 from memories.selectors import changeable_by
 from memories.services import (
@@ -167,6 +168,7 @@ def _create(plan: Plan, *, actor: User) -> Memory:
         updated_at=line.updated_at or line.created_at or now,
         deleted_at=line.deleted_at,
         key_normalised=normalise(line.key),
+        language=language_of(line.value),
         valid_from=line.valid_from or line.created_at or now,
         valid_until=line.valid_until,
         expires_at=line.expires_at,

@@ -18,7 +18,24 @@ another user's data), each embedded by the configured embedder:
   "what is 9 times 8?" or "who wrote the Odyssey?", which no memory serves however close
   one is (a car called Odyssey).
 
-scoring.is_relevant reads both. The vectors and the fitted weights are kept beside the model
+- **The pull of a language** (data/background_by_language.txt, languages.py): the same
+  ordinary memories in each of a few languages. A multilingual model puts a question nearer
+  to every text of its own language whatever it says (multilingual-e5-small: a Spanish or
+  German question comes 1-2 standard deviations nearer to the Spanish or German texts than
+  to the same texts in English). A memory in another language than the question (both
+  known) that the question's language pulls away from is lifted by `language_offset`
+  (0..1) of that pull:
+
+      calibrated = (similarity − mean − offset · min(0, mean_L(memory) − mean_L(question)))
+                   / std
+
+  where mean_L is the question's mean similarity to the background of language L. Never
+  lowered: English questions come a little nearer to the other languages' texts than to
+  English ones, and taking that off measured worse on the tuning part (an English question
+  then missed a German memory that answers it). A memory in the question's language, or in
+  no language known here, is measured as before.
+
+scoring.is_relevant reads all three. The vectors and the fitted weights are kept beside the model
 files (EMBEDDING_CACHE_DIR) so later processes read them, and are renewed when a text file
 or the model changes."""
 
@@ -33,6 +50,7 @@ import numpy as np
 from django.conf import settings
 
 from memories.embeddings.embedders import embed_query, get_embedder
+from memories.recall.languages import UNKNOWN, background_by_language
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +72,15 @@ class Calibration:
     mean: float
     spread: float
     about_user: float
+    # The question's language (languages.py, UNKNOWN when unsure) and the pull to take off a
+    # memory in each other language: language_offset · min(0, mean_L − the question's mean_L).
+    language: str = UNKNOWN
+    pulls: dict[str, float] | None = None
 
-    def of(self, similarity: float) -> float:
+    def of(self, similarity: float, language: str = UNKNOWN) -> float:
+        """The calibrated similarity of a memory written in `language`."""
+        if self.pulls and language in self.pulls:
+            similarity -= self.pulls[language]
         return (similarity - self.mean) / self.spread
 
 
@@ -65,6 +90,8 @@ class Reference:
 
     background: np.ndarray  # [n, dimensions], unit rows
     classifier: np.ndarray  # [dimensions + 1]: weights, then the intercept
+    by_language: np.ndarray  # [m, dimensions]: background_by_language.txt's memories
+    languages: np.ndarray  # [m]: the language of each
 
 
 def texts(path: Path) -> list[str]:
@@ -108,24 +135,30 @@ def _load_or_build(embedder) -> Reference:
     background = texts(BACKGROUND_FILE)
     about_user = texts(ABOUT_USER_FILE)
     anything_else = texts(ABOUT_ANYTHING_ELSE_FILE)
+    by_language = background_by_language()
     digest = hashlib.sha256(
         "\n\0".join(
             [embedder.model_name, str(CLASSIFIER_PENALTY), *background, *about_user,
-             *anything_else]
+             *anything_else, *(f"{language}\t{text}" for language, text in by_language)]
         ).encode()
     ).hexdigest()[:16]
     safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in embedder.model_name)
     path = Path(settings.EMBEDDING_CACHE_DIR) / f"relevance-{safe_name}-{digest}.npz"
     try:
         with np.load(path) as stored:
-            built = Reference(background=stored["background"], classifier=stored["classifier"])
+            built = Reference(
+                background=stored["background"],
+                classifier=stored["classifier"],
+                by_language=stored["by_language"],
+                languages=stored["languages"],
+            )
         if built.background.shape == (len(background), embedder.dimensions):
             return built
     except (OSError, ValueError, KeyError):
         pass
     logger.info(
         "embedding the relevance references (%d texts) with %s",
-        len(background) + len(about_user) + len(anything_else),
+        len(background) + len(about_user) + len(anything_else) + len(by_language),
         embedder.model_name,
     )
     built = Reference(
@@ -135,20 +168,37 @@ def _load_or_build(embedder) -> Reference:
             np.asarray(embedder.embed_queries(anything_else)),
             CLASSIFIER_PENALTY,
         ),
+        by_language=np.asarray(
+            embedder.embed([text for _, text in by_language]), dtype=np.float32
+        ),
+        languages=np.asarray([language for language, _ in by_language]),
     )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.stem}-{threading.get_ident()}.npz")
-        np.savez(temporary, background=built.background, classifier=built.classifier)
+        np.savez(
+            temporary,
+            background=built.background,
+            classifier=built.classifier,
+            by_language=built.by_language,
+            languages=built.languages,
+        )
         temporary.replace(path)
     except OSError as exc:  # a read-only directory costs the next process the same seconds
         logger.warning("could not keep the relevance references at %s: %s", path, exc)
     return built
 
 
-def calibrate(query_vector: Sequence[float] | None) -> Calibration | None:
+def calibrate(
+    query_vector: Sequence[float] | None,
+    *,
+    language: str = UNKNOWN,
+    language_offset: float = 0.0,
+) -> Calibration | None:
     """The question measured against the configured embedder's references; None without a
-    vector (no embedder: recall goes by keywords)."""
+    vector (no embedder: recall goes by keywords). With the question's `language` (one of
+    background_by_language.txt's) and a language_offset, the pull of every other language
+    too."""
     if query_vector is None:
         return None
     embedder = get_embedder()
@@ -157,10 +207,24 @@ def calibrate(query_vector: Sequence[float] | None) -> Calibration | None:
     found = reference(embedder)
     query = np.asarray(query_vector, dtype=np.float32)
     similarities = found.background @ query
+    pulls = None
+    if language != UNKNOWN and language_offset > 0 and language in found.languages:
+        to_languages = found.by_language @ query
+        means = {
+            str(other): float(to_languages[found.languages == other].mean())
+            for other in np.unique(found.languages)
+        }
+        pulls = {
+            other: language_offset * min(0.0, mean - means[language])
+            for other, mean in means.items()
+            if other != language
+        }
     return Calibration(
         mean=float(similarities.mean()),
         spread=max(float(similarities.std()), MIN_SPREAD),
         about_user=float(found.classifier[:-1] @ query + found.classifier[-1]),
+        language=language,
+        pulls=pulls,
     )
 
 

@@ -38,6 +38,7 @@ SCORING_FIELDS = (
     "updated_at",
     "last_accessed_at",
     "access_count",
+    "language",
 )
 
 
@@ -53,6 +54,7 @@ class Candidate(NamedTuple):  # a tuple: a recall builds some 100 of them
     last_accessed_at: datetime | None
     access_count: int
     entity: float = 0.0  # evidence that the query names an entity it is about (entities.py)
+    language: str = ""  # the memory's language (languages.py), "" when unknown
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ def find_candidates(
                 last_accessed_at=row[5],
                 access_count=row[6],
                 entity=entity.get(row[0], 0.0),
+                language=row[7],
             )
         )
     return candidates

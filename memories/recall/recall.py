@@ -28,6 +28,7 @@ from memories.recall.candidates import (
     keyword_hits,
 )
 from memories.recall.entities import entity_evidence, query_about_others
+from memories.recall.languages import UNKNOWN, language_of
 from memories.recall.vector_store import get_vector_store
 from ops.metrics import recall_stage
 
@@ -136,7 +137,11 @@ def _recall(
         # and dogs are close in meaning and no answer. Its other words must match.
         # The question measured against the references (calibration.py) tells whether it
         # is about the user; the entity evidence counts relation words only when it is.
-        calibration = calibrate(vector)
+        calibration = calibrate(
+            vector,
+            language=language_of(query) if weights.language_offset > 0 else UNKNOWN,
+            language_offset=weights.language_offset,
+        )
         about_user = calibration is not None and calibration.about_user >= weights.about_user_floor
         keyword, entity, similarity_gates, read_as = _word_evidence(
             query=query,
@@ -318,7 +323,7 @@ def rank(
     candidate goes into it, scored even when the gate leaves it out, with the decision and
     its reason (explain.py), best score first."""
     similarities = [
-        calibration.of(c.similarity)
+        calibration.of(c.similarity, c.language)
         if calibration is not None and c.similarity is not None
         else None
         for c in candidates

@@ -73,6 +73,7 @@ class Weights:
     keyword_pass: float = 1.0
     entity_weight: float = 0.6
     entity_pass: float = 0.5
+    language_offset: float = 0.0
 
     @classmethod
     def from_settings(cls) -> "Weights":
@@ -97,6 +98,7 @@ class Weights:
             keyword_pass=settings.RECALL_KEYWORD_PASS,
             entity_weight=settings.RECALL_ENTITY_WEIGHT,
             entity_pass=settings.RECALL_ENTITY_PASS,
+            language_offset=settings.RECALL_LANGUAGE_OFFSET,
         )
 
 
