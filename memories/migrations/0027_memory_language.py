@@ -33,7 +33,7 @@ class Migration(migrations.Migration):
             model_name="memory",
             name="language",
             field=memories.models.memory.LanguageField(
-                blank=True, default="", editable=False, max_length=8
+                blank=True, editable=False, max_length=8, null=True
             ),
         ),
         migrations.RunPython(guess_languages, migrations.RunPython.noop, elidable=True),

@@ -203,7 +203,9 @@ class Memory(models.Model):
     )
     # The key as writes compare it (memories.models.normalise): a key names one fact of a scope.
     key_normalised = NormalisedKeyField(max_length=settings.MEMORY_KEY_MAX_LENGTH, editable=False)
-    language = LanguageField(max_length=8, blank=True, default="", editable=False)
+    # Null for a memory saved before the field until the migration's guess: a nullable column
+    # is added without rewriting the table (SQLite would rebuild it, and lose its triggers).
+    language = LanguageField(max_length=8, null=True, blank=True, editable=False)
     # When the fact became current, and when it stopped being current (null while it is;
     # set when it was superseded or archived). A pending memory becomes current when approved.
     valid_from = models.DateTimeField(default=timezone.now)

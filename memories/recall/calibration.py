@@ -77,7 +77,7 @@ class Calibration:
     language: str = UNKNOWN
     pulls: dict[str, float] | None = None
 
-    def of(self, similarity: float, language: str = UNKNOWN) -> float:
+    def of(self, similarity: float, language: str | None = UNKNOWN) -> float:
         """The calibrated similarity of a memory written in `language`."""
         if self.pulls and language in self.pulls:
             similarity -= self.pulls[language]

@@ -54,7 +54,7 @@ class Candidate(NamedTuple):  # a tuple: a recall builds some 100 of them
     last_accessed_at: datetime | None
     access_count: int
     entity: float = 0.0  # evidence that the query names an entity it is about (entities.py)
-    language: str = ""  # the memory's language (languages.py), "" when unknown
+    language: str | None = None  # the memory's language (languages.py); "" or None: unknown
 
 
 @dataclass(frozen=True)

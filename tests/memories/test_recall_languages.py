@@ -135,3 +135,18 @@ def test_a_querys_function_words_in_other_languages_are_not_looked_up():
 
 def test_small_talk_in_spanish_finds_no_memory_by_its_articles(api):
     assert search_keys(api, "¿me cuentas un chiste?") == []
+
+
+def test_the_migration_guesses_the_language_of_the_memories_saved_before(api):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    migration = import_module("memories.migrations.0027_memory_language")
+    Memory.objects.update(language=None)  # as the column reads after it is added
+
+    migration.guess_languages(apps, None)
+
+    assert Memory.objects.get(key="perro").language == "es"
+    assert Memory.objects.get(key="classes").language == "en"
+    assert not Memory.objects.filter(language__isnull=True).exclude(value="").exists()
