@@ -6,8 +6,10 @@ takes "profile": true to put the summary first; the memory_profile tool gives th
 from datetime import datetime, timedelta
 
 import pytest
+from django.utils import timezone
 
-from memories.models import ConfigEntry, Profile, SummaryWriter, User
+from memories.models import ConfigEntry, Memory, Profile, SummaryWriter, User
+from memories.profiles import sweep
 from memories.profiles.sweep import SWEPT_FROM_KEY, profiles_refresh
 from tests.conftest import end_user, make_user, scoped_client
 from tests.memories.helpers import assert_error
@@ -236,7 +238,7 @@ def test_an_llm_summary_longer_than_the_limit_is_cut_at_a_word(api, owner, llm, 
     assert text == "The user is a nurse who lives in Lisbon…"
 
 
-def test_a_failing_llm_leaves_a_template_summary_that_says_why(api, owner, llm):
+def test_a_failing_llm_leaves_a_template_summary_that_says_why(api, owner, llm, monkeypatch):
     family(api)
     llm.chat_answers.append(("status", 400))
 
@@ -246,9 +248,10 @@ def test_a_failing_llm_leaves_a_template_summary_that_says_why(api, owner, llm):
     assert summary["written_by"] == "template"
     assert "The LLM did not write the summary" in summary["error"]
     assert "Sofia (wife)" in summary["text"]
-    # The next sweep asks the LLM again, though nothing changed.
+    # The sweep that looks at the change again (when it leaves the overlap) asks the LLM
+    # again, though nothing changed.
     llm.chat_answers.append({"summary": "Married to Sofia."})
-    assert profiles_refresh()["written"] == 1
+    assert later_sweep(monkeypatch, sweep.overlap().total_seconds() + 1)["written"] == 1
     summary = api.get(URL).json()["summary"]
     assert (summary["text"], summary["written_by"], summary["error"]) == (
         "Married to Sofia.",
@@ -386,22 +389,58 @@ def test_the_sweep_runs_on_the_beat_schedule(settings):
     assert entry["schedule"] == settings.PROFILE_REFRESH_INTERVAL_SECONDS
 
 
-def test_a_sweep_that_finds_a_user_unchanged_reads_only_the_fingerprint(
-    api, owner, django_assert_max_num_queries
+def later_sweep(monkeypatch, seconds: float) -> dict:
+    """A sweep `seconds` from now, the one before it 30 s earlier (the default interval)."""
+    now = timezone.now() + timedelta(seconds=seconds)
+    ConfigEntry.objects.update_or_create(
+        key=SWEPT_FROM_KEY, defaults={"value": (now - timedelta(seconds=30)).isoformat()}
+    )
+    with monkeypatch.context() as patched:
+        patched.setattr(sweep.timezone, "now", lambda: now)
+        return profiles_refresh()
+
+
+def test_a_change_is_looked_at_when_new_and_once_more_when_it_leaves_the_overlap(
+    api, owner, monkeypatch, django_assert_max_num_queries
 ):
     family(api)
     profiles_refresh()
 
-    with django_assert_max_num_queries(12) as captured:
-        assert profiles_refresh() == {"written": 0}
+    # The sweeps of the overlap that follow read nothing of the user: the change was seen.
+    with django_assert_max_num_queries(14) as captured:
+        assert later_sweep(monkeypatch, 30) == {"written": 0}
+    assert not any("MAX(" in query["sql"].upper() for query in captured.captured_queries)
 
-    # The fingerprint's aggregates, not the memories themselves (200 ms for a heavy user).
+    # The sweep after which the change leaves the window looks again (a transaction that
+    # committed late would be seen now): the fingerprint's aggregates, not the memories
+    # themselves (200 ms for a heavy user), and nothing written.
+    leaving = sweep.overlap().total_seconds() + 1
+    with django_assert_max_num_queries(20) as captured:
+        assert later_sweep(monkeypatch, leaving) == {"written": 0}
     reads = [query["sql"] for query in captured.captured_queries]
     assert any("MAX(" in sql.upper() for sql in reads)
     assert not any('ORDER BY "memories_memory"."importance"' in sql for sql in reads)
 
 
-def test_a_user_written_lately_waits_for_a_later_sweep(api, owner, settings):
+def test_a_change_committed_after_a_sweep_read_is_written_by_the_second_look(
+    api, owner, monkeypatch
+):
+    family(api)
+    profiles_refresh()
+    # A transaction that saved before the sweep started and committed after it read: its
+    # updated_at is older than the sweep's start.
+    memory = Memory.objects.get(user=owner, key="city")
+    started = datetime.fromisoformat(ConfigEntry.objects.get(key=SWEPT_FROM_KEY).value)
+    Memory.objects.filter(id=memory.id).update(
+        value="Lives in Madrid", updated_at=started - timedelta(seconds=1)
+    )
+    assert profiles_refresh() == {"written": 0}  # not new since the last sweep's start
+
+    assert later_sweep(monkeypatch, sweep.overlap().total_seconds() + 1) == {"written": 1}
+    assert "Lives in Madrid" in api.get(URL).json()["summary"]["text"]
+
+
+def test_a_user_written_lately_waits_for_a_later_sweep(api, owner, settings, monkeypatch):
     settings.PROFILE_REFRESH_MIN_SECONDS = 240
     family(api)
     assert profiles_refresh()["written"] == 1
@@ -409,13 +448,7 @@ def test_a_user_written_lately_waits_for_a_later_sweep(api, owner, settings):
     save(api, "city", "Lives in Madrid")
     assert profiles_refresh()["written"] == 0  # written less than 240 s ago: it waits
 
-    # Four minutes on, the change is still found: the sweep reads back past the wait.
-    profile = Profile.objects.get(user=owner)
-    profile.made_at -= timedelta(seconds=241)
-    profile.save(update_fields=["made_at"])
-    entry = ConfigEntry.objects.get(key=SWEPT_FROM_KEY)
-    entry.value = (datetime.fromisoformat(entry.value) + timedelta(seconds=241)).isoformat()
-    entry.save(update_fields=["value"])
-
-    assert profiles_refresh()["written"] == 1
+    # When the change leaves the overlap (longer than the wait), the sweep writes it.
+    assert sweep.overlap().total_seconds() > 240
+    assert later_sweep(monkeypatch, sweep.overlap().total_seconds() + 1)["written"] == 1
     assert "Lives in Madrid." in api.get(URL).json()["summary"]["text"]
