@@ -13,6 +13,7 @@ from django.conf import settings
 from extraction.llm import extractor_log
 from memories.embeddings.embedders import export_local_model, local_model_exporter
 from memories.recall.calibration import embedder_warm_up
+from memories.recall.languages import language_of
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +47,9 @@ def prepare_serving_process() -> None:
     # MCP server's; Celery workers say it too (config/celery.py), management commands do not.
     extractor_log()
     prepare_model()
+    # The language guesser (py3langid's model, ~0.5 s to load) that every save and recall
+    # uses, so that no request waits for it.
+    language_of("warm up")
     if settings.EMBEDDER != "local":
         return
     started = time.perf_counter()

@@ -150,3 +150,14 @@ def test_the_migration_guesses_the_language_of_the_memories_saved_before(api):
     assert Memory.objects.get(key="perro").language == "es"
     assert Memory.objects.get(key="classes").language == "en"
     assert not Memory.objects.filter(language__isnull=True).exclude(value="").exists()
+
+
+def test_a_serving_process_loads_the_language_guesser_before_its_first_request(settings):
+    from config.serving import prepare_serving_process
+
+    settings.EMBEDDER = "none"  # the guesser is loaded whatever the embedder
+    languages._identifier.cache_clear()
+
+    prepare_serving_process()
+
+    assert languages._identifier.cache_info().currsize == 1
