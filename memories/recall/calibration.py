@@ -39,6 +39,7 @@ scoring.is_relevant reads all three. The vectors and the fitted weights are kept
 files (EMBEDDING_CACHE_DIR) so later processes read them, and are renewed when a text file
 or the model changes."""
 
+import functools
 import hashlib
 import logging
 import threading
@@ -91,7 +92,13 @@ class Reference:
     background: np.ndarray  # [n, dimensions], unit rows
     classifier: np.ndarray  # [dimensions + 1]: weights, then the intercept
     by_language: np.ndarray  # [m, dimensions]: background_by_language.txt's memories
-    languages: np.ndarray  # [m]: the language of each
+    languages: np.ndarray  # [m]: the language of each, grouped (sorted) by language
+
+    @functools.cached_property
+    def language_groups(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """The languages, where each one's rows start, and how many it has."""
+        names, starts, counts = np.unique(self.languages, return_index=True, return_counts=True)
+        return [str(name) for name in names], starts, counts
 
 
 def texts(path: Path) -> list[str]:
@@ -135,7 +142,8 @@ def _load_or_build(embedder) -> Reference:
     background = texts(BACKGROUND_FILE)
     about_user = texts(ABOUT_USER_FILE)
     anything_else = texts(ABOUT_ANYTHING_ELSE_FILE)
-    by_language = background_by_language()
+    # Grouped by language, so each language's mean is one reduceat (calibrate).
+    by_language = sorted(background_by_language(), key=lambda pair: pair[0])
     digest = hashlib.sha256(
         "\n\0".join(
             [embedder.model_name, str(CLASSIFIER_PENALTY), *background, *about_user,
@@ -208,12 +216,10 @@ def calibrate(
     query = np.asarray(query_vector, dtype=np.float32)
     similarities = found.background @ query
     pulls = None
-    if language != UNKNOWN and language_offset > 0 and language in found.languages:
-        to_languages = found.by_language @ query
-        means = {
-            str(other): float(to_languages[found.languages == other].mean())
-            for other in np.unique(found.languages)
-        }
+    names, starts, counts = found.language_groups
+    if language != UNKNOWN and language_offset > 0 and language in names:
+        sums = np.add.reduceat(found.by_language @ query, starts)
+        means = dict(zip(names, (sums / counts).tolist(), strict=True))
         pulls = {
             other: language_offset * min(0.0, mean - means[language])
             for other, mean in means.items()
