@@ -72,6 +72,11 @@ GRID: list[dict] = [
     # Where the vector half of relevance saturates (ranking and the hint's cut, not the gate).
     {"similarity_span": 8.0},
     {"similarity_span": 12.0},
+    # How much of a language's pull a memory in another language than the question is lifted
+    # by (calibration.py): none, as before issue 43's last change, and around the chosen 0.5.
+    {"language_offset": 0.0},
+    {"language_offset": 0.25},
+    {"language_offset": 1.0},
 ]
 
 
