@@ -12,8 +12,8 @@ from django.conf import settings
 
 from extraction.llm import extractor_log
 from memories.embeddings.embedders import export_local_model, local_model_exporter
+from memories.models.languages import language_of
 from memories.recall.calibration import embedder_warm_up
-from memories.recall.languages import language_of
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ BATCH = 1000
 
 def guess_languages(apps, schema_editor):
     """The language of every memory written before the field, as a save would guess it."""
-    from memories.recall.languages import language_of
+    from memories.models.languages import language_of
 
     Memory = apps.get_model("memories", "Memory")
     batch = []

@@ -13,6 +13,7 @@ from django.utils import timezone
 from pgvector.django import VectorField
 
 from memories.models.carriers import Persona, Project, Topic, WorkSession
+from memories.models.languages import language_of
 
 
 class Scope(models.TextChoices):
@@ -130,8 +131,6 @@ class LanguageField(models.CharField):
     the question fairly (memories.recall.calibration)."""
 
     def pre_save(self, model_instance, add):
-        from memories.recall.languages import language_of
-
         value = language_of(model_instance.value)
         setattr(model_instance, self.attname, value)
         return value

@@ -16,6 +16,7 @@ from memories.models import (
     User,
     normalise,
 )
+from memories.models.languages import language_of
 from memories.portability.import_lines import (
     CONTENT_FIELDS,
     IMPORT_CHUNK_LINES,
@@ -31,7 +32,6 @@ from memories.portability.import_plan import (
     superseded_holders,
 )
 from memories.recall.index import index_memory, index_new_memories, index_status, unindex_memories
-from memories.recall.languages import language_of
 from memories.retention.expiry import retention_refresh_written
 from memories.selectors import changeable_by
 from memories.services import (

@@ -51,7 +51,8 @@ import numpy as np
 from django.conf import settings
 
 from memories.embeddings.embedders import embed_query, get_embedder
-from memories.recall.languages import UNKNOWN, background_by_language
+from memories.models.languages import UNKNOWN
+from memories.recall.languages import background_by_language
 
 logger = logging.getLogger(__name__)
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 from memories.embeddings.embedders import embed_query
 from memories.filters.language import Node
 from memories.models import CarrierIds, Memory
+from memories.models.languages import UNKNOWN, language_of
 from memories.recall import explain as explain_
 from memories.recall import scoring
 from memories.recall.access import memory_record_access
@@ -28,7 +29,6 @@ from memories.recall.candidates import (
     keyword_hits,
 )
 from memories.recall.entities import entity_evidence, query_about_others
-from memories.recall.languages import UNKNOWN, language_of
 from memories.recall.vector_store import get_vector_store
 from ops.metrics import recall_stage
 

@@ -9,9 +9,9 @@ import pytest
 from django.test import override_settings
 
 from memories.embeddings.embedders import embed_query
-from memories.models import Memory
-from memories.recall import languages
+from memories.models import Memory, languages
 from memories.recall.calibration import Calibration, calibrate
+from memories.recall.languages import background_by_language
 from tests.memories.helpers import api_with_memories, search_keys
 
 # A Spanish speaker's memories, most in Spanish, two in English.
@@ -49,9 +49,9 @@ def test_the_language_of_a_text_among_the_background_languages(text, language):
 
 def test_the_background_holds_the_same_memories_in_every_language():
     by_language: dict[str, int] = {}
-    for language, _ in languages.background_by_language():
+    for language, _ in background_by_language():
         by_language[language] = by_language.get(language, 0) + 1
-    assert set(by_language) == set(languages.languages())
+    assert set(by_language) == set(languages.LANGUAGES)
     assert "en" in by_language and len(by_language) >= 8
     assert len(set(by_language.values())) == 1, by_language
 
@@ -71,7 +71,7 @@ def test_the_pulls_are_the_questions_mean_similarity_to_each_language_less_its_o
     calibration = calibrate(vector, language="es", language_offset=0.5)
     assert calibration.pulls is not None
     assert "es" not in calibration.pulls
-    assert set(calibration.pulls) == set(languages.languages()) - {"es"}
+    assert set(calibration.pulls) == set(languages.LANGUAGES) - {"es"}
     # A Spanish question is nearer to Spanish texts than to English ones, whatever they say.
     assert calibration.pulls["en"] < 0
     assert calibrate(vector, language="es", language_offset=0.0).pulls is None
