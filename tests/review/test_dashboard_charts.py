@@ -68,7 +68,13 @@ def run(status: str, *, age: timedelta = timedelta(minutes=5), user=None) -> Ext
         status=status,
         user=user,
     )
-    ExtractionRun.objects.filter(id=created.id).update(created_at=timezone.now() - age)
+    now = timezone.now()
+    at = now - age
+    if age < timedelta(days=1):
+        # A run of today stays on today's bar: just after midnight UTC, five minutes ago is
+        # yesterday (this test failed when a run started at 00:01).
+        at = max(at, now.replace(hour=0, minute=0, second=0, microsecond=0))
+    ExtractionRun.objects.filter(id=created.id).update(created_at=at)
     return created
 
 
